@@ -1,0 +1,217 @@
+"""`bench`: the terminal face of the platform. Every verb runs through Dagster on the product instance.
+
+Exit code 0 on success, 1 when a run failed (the reason goes to stderr), 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from resources.bench_home import REPO_ROOT, bench_home_path
+
+
+def _fail(msg: str, code: int = 1) -> int:
+    print(f"bench: {msg}", file=sys.stderr)
+    return code
+
+
+def _report(outcome, what: str) -> int:  # noqa: ANN001 (RunOutcome, imported lazily)
+    if outcome.success:
+        return 0
+    print(f"bench: {what} failed (run {outcome.run_id}):", file=sys.stderr)
+    for err in outcome.errors or ["unknown error; see the run in the UI"]:
+        print(f"  {err}", file=sys.stderr)
+    return 1
+
+
+def _load_warehouse(instance) -> int:  # noqa: ANN001
+    from bench_assets.instance import execute
+
+    return _report(execute(instance, "warehouse_job"), "warehouse load")
+
+
+def _materialize_datasets(instance, names: list[str], run_config: dict | None = None) -> list[str]:  # noqa: ANN001
+    """Run the dataset job per partition; return the names that failed (reasons printed)."""
+    from bench_assets.instance import execute
+    from bench_assets.rf100vl.sensors import DATASET_JOB
+
+    failed = []
+    for name in names:
+        outcome = execute(instance, DATASET_JOB, partition_key=name, run_config=run_config)
+        if _report(outcome, f"dataset {name}"):
+            failed.append(name)
+        else:
+            print(f"dataset {name}: ok (run {outcome.run_id})")
+    return failed
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from bench_assets.instance import execute, open_instance, register_partitions
+    from bench_assets.rf100vl.catalog import suite_members
+    from bench_assets.rf100vl.sources import SourceSpec, register
+
+    home = bench_home_path()
+    instance = open_instance(home)
+    names = suite_members("mini")
+    for n in names:
+        register(home / "sources", n, SourceSpec(kind="mini", suites=["mini"]))
+    register_partitions(instance, names)
+    code = _report(execute(instance, "rf100vl_catalog_job"), "catalogue + preflight")
+    failed = _materialize_datasets(instance, names)
+    code = code or _load_warehouse(instance)
+    _print_datasets(home, as_json=False)
+    print(f"\nBENCH_HOME={home}\nwarehouse: {home / 'warehouse.duckdb'}\nsee it in the UI: make ui")
+    return 1 if failed or code else 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from bench_assets.instance import open_instance, register_partitions
+    from bench_assets.rf100vl.sensors import DATASET_OP, inbox_name
+    from bench_assets.rf100vl.sources import check_dataset_name
+
+    path = Path(args.path).expanduser().resolve()
+    if not path.exists():
+        return _fail(f"{path}: no such file or directory")
+    try:
+        name = check_dataset_name(args.name or inbox_name(path))
+    except ValueError as exc:
+        return _fail(f"{exc}; pass --name", 2)
+    instance = open_instance(bench_home_path())
+    register_partitions(instance, [name])
+    config = {"ops": {DATASET_OP: {"config": {"source": str(path), "suite": args.suite or ""}}}}
+    failed = _materialize_datasets(instance, [name], run_config=config)
+    code = _load_warehouse(instance)
+    return 1 if failed or code else 0
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    from bench_assets.instance import open_instance, register_partitions
+    from bench_assets.rf100vl.catalog import suite_members
+
+    try:
+        names = suite_members(args.suite)
+    except KeyError as exc:
+        return _fail(str(exc.args[0]), 2)
+    new = register_partitions(open_instance(bench_home_path()), names)
+    print(f"suite {args.suite}: {len(names)} datasets, {len(new)} newly registered")
+    if args.materialize:
+        instance = open_instance(bench_home_path())
+        failed = _materialize_datasets(instance, names)
+        return 1 if failed or _load_warehouse(instance) else 0
+    return 0
+
+
+def _print_datasets(home: Path, as_json: bool) -> None:
+    from bench_assets.rf100vl.sources import read_spec
+    from bench_assets.rf100vl.store import current_version, iter_versions, load_record
+
+    datasets_dir = home / "datasets"
+    versions: dict[str, int] = {}
+    for name, _ in iter_versions(datasets_dir):
+        versions[name] = versions.get(name, 0) + 1
+    rows = []
+    for name in sorted(versions):
+        rec = load_record(datasets_dir, name, current_version(datasets_dir, name))
+        if rec is None:
+            continue
+        spec = read_spec(home / "sources", name)
+        splits = rec.manifest["splits"]
+        rows.append({"dataset": name, "version": rec.version, "versions": versions[name],
+                     "suites": ",".join(spec.suites) if spec else "", "classes": rec.manifest["num_classes"],
+                     **{s: splits[s]["images"] for s in ("train", "valid", "test")},
+                     "boxes": sum(s["annotations"] for s in splits.values()),
+                     "source": rec.manifest["source"]["kind"]})
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return
+    cols = ["dataset", "version", "versions", "suites", "classes", "train", "valid", "test", "boxes", "source"]
+    widths = {c: max([len(c)] + [len(str(r[c])) for r in rows]) for c in cols}
+    print("  ".join(c.ljust(widths[c]) for c in cols))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))
+    if not rows:
+        print("(no datasets yet: `bench demo` or `bench datasets import PATH`)")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    _print_datasets(bench_home_path(), args.json)
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from bench_assets.instance import open_instance
+
+    open_instance(bench_home_path())  # DAGSTER_HOME + pool limits before the daemon reads them
+    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO_ROOT / "workspace.yaml"),
+           "-h", args.host, "-p", str(args.port)]
+
+    def restore_signals() -> None:
+        # A non-interactive parent may leave SIGINT ignored, and dagster dev then never stops.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    child = subprocess.Popen(cmd, cwd=REPO_ROOT, env=os.environ.copy(), preexec_fn=restore_signals,
+                             start_new_session=True)
+    print(f"bench ui: http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']}); Ctrl-C stops")
+
+    def stop(signum: int, _frame: object) -> None:
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)  # dagster dev shuts its webserver, daemon and code servers down
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        code = child.wait()
+    finally:
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+        try:  # anything dagster dev left behind in its session
+            os.killpg(child.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    return 0 if code in (0, -signal.SIGINT, 130) else code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="materialize the embedded mini suite end to end").set_defaults(fn=cmd_demo)
+    ds = sub.add_parser("datasets", help="import, register and list datasets").add_subparsers(
+        dest="datasets_command", required=True)
+    imp = ds.add_parser("import", help="import a Roboflow-layout folder or a tar of one")
+    imp.add_argument("path")
+    imp.add_argument("--name", help="dataset name (default: the folder or tar name)")
+    imp.add_argument("--suite", help="suite to add the dataset to")
+    imp.set_defaults(fn=cmd_import)
+    reg = ds.add_parser("register", help="register a built-in suite's datasets as partitions")
+    reg.add_argument("--suite", required=True, help="rf100vl, rf20vl or mini")
+    reg.add_argument("--materialize", action="store_true", help="also fetch and verify them now")
+    reg.set_defaults(fn=cmd_register)
+    ls = ds.add_parser("list", help="stored datasets and their current versions")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(fn=cmd_list)
+    ui = sub.add_parser("ui", help="start the Dagster UI on this machine")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=3000)
+    ui.set_defaults(fn=cmd_ui)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

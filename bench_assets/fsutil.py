@@ -1,0 +1,88 @@
+"""Durable file writes: every artifact lands under its final name whole or not at all.
+
+A kill at any moment leaves either the old file or the new one, never a truncated mix, because
+we write to a temporary name in the same directory, fsync it, rename it over the target and fsync
+the directory so the rename itself survives a power cut.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any, *, indent: int | None = 2) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=str) + "\n")
+
+
+@contextmanager
+def staging_dir(parent: Path, prefix: str) -> Iterator[Path]:
+    """A scratch directory next to its final home (same filesystem, so a rename can place it).
+
+    Removed on exit unless the caller renamed it away.
+    """
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}-", dir=parent))
+    try:
+        yield tmp
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def place_dir(tmp: Path, final: Path) -> bool:
+    """Rename a fully written directory to its final name.
+
+    Returns False (and leaves `final` untouched) when `final` already exists: placed artifacts
+    are immutable, so an existing one is never overwritten.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for f in sorted(tmp.rglob("*"), reverse=True):
+        if f.is_file() and not f.is_symlink():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        if final.exists():
+            return False
+        raise
+    fsync_dir(final.parent)
+    return True
+
+
+def tree_size_bytes(root: Path) -> int:
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())

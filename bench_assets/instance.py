@@ -1,0 +1,99 @@
+"""The product's Dagster instance under BENCH_HOME, and launching runs on it from the CLI.
+
+Every CLI verb goes through a Dagster run on this instance, so the UI shows the same history as
+the terminal. Runs execute in-process (one step at a time here): a partition's own step is the
+expensive part and process start-up would only add seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+POOL_LIMITS_ENV = {"gpu": "BENCH_GPU_LANES"}
+DEFAULT_POOL_LIMITS = {"gpu": 1, "duckdb_writer": 1}
+
+
+def dagster_home(home: Path) -> Path:
+    return home / "dagster"
+
+
+def prepare_home(home: Path) -> Path:
+    """Create BENCH_HOME and its Dagster instance folder; point DAGSTER_HOME at it."""
+    dh = dagster_home(home)
+    dh.mkdir(parents=True, exist_ok=True)
+    cfg = dh / "dagster.yaml"
+    if not cfg.exists():
+        template = resources.files("resources").joinpath("dagster.yaml").read_text()
+        tmp = cfg.with_suffix(".tmp")
+        tmp.write_text(template)
+        os.replace(tmp, cfg)
+    os.environ["DAGSTER_HOME"] = str(dh)
+    os.environ["BENCH_HOME"] = str(home)
+    return dh
+
+
+def pool_limits() -> dict[str, int]:
+    limits = dict(DEFAULT_POOL_LIMITS)
+    for pool, env in POOL_LIMITS_ENV.items():
+        if os.environ.get(env):
+            limits[pool] = int(os.environ[env])
+    return limits
+
+
+def open_instance(home: Path) -> dg.DagsterInstance:
+    import dagster as dg
+
+    prepare_home(home)
+    instance = dg.DagsterInstance.get()
+    for pool, limit in pool_limits().items():
+        if instance.event_log_storage.get_concurrency_info(pool).slot_count != limit:
+            instance.event_log_storage.set_concurrency_slots(pool, limit)
+    return instance
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    success: bool
+    errors: list[str]
+
+
+def _errors(result: Any) -> list[str]:
+    out: list[str] = []
+    for ev in result.all_events:
+        if ev.event_type_value == "STEP_FAILURE":
+            err = ev.event_specific_data.error
+            msg = err.message.strip() if err else "step failed"
+            out.append(msg.removeprefix("dagster._core.definitions.events.Failure: "))
+    for ev in result.get_asset_check_evaluations():
+        if not ev.passed:
+            out.append(f"check {ev.asset_check_key.name} failed on {ev.asset_key.to_user_string()}: "
+                       f"{ {k: v.value for k, v in ev.metadata.items()} }")
+    return out
+
+
+def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str | None = None,
+            run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None) -> RunOutcome:
+    from definitions import defs
+
+    job = defs.resolve_job_def(job_name)
+    result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=run_config,
+                                    raise_on_error=False, tags={"bench/launched_by": "cli", **(tags or {})})
+    return RunOutcome(run_id=result.run_id, success=result.success, errors=_errors(result))
+
+
+def register_partitions(instance: dg.DagsterInstance, names: list[str]) -> list[str]:
+    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
+
+    known = set(instance.get_dynamic_partitions(DATASET_PARTITIONS_NAME))
+    new = [n for n in names if n not in known]
+    if new:
+        instance.add_dynamic_partitions(DATASET_PARTITIONS_NAME, new)
+    return new

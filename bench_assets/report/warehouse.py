@@ -1,0 +1,161 @@
+"""The warehouse: DuckDB tables rebuilt from the artifacts on disk (files are the truth).
+
+`rebuild_warehouse` is the only code that writes `warehouse.duckdb`. It builds a complete new file
+beside the old one and renames it into place, so a reader never sees a half-loaded warehouse and
+never meets a writer's lock on the live file; an OS file lock serialises concurrent loaders so the
+last one to run always saw every artifact placed before it started.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench_assets.fsutil import fsync_dir
+from bench_assets.rf100vl.catalog import catalog_entry
+from bench_assets.rf100vl.sources import read_spec
+from bench_assets.rf100vl.store import current_version, iter_versions, load_record
+from bench_assets.rf100vl.verify import SPLITS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TableBuilder = Callable[[Path], "pd.DataFrame"]
+
+
+def _dataset_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    datasets_dir = home / "datasets"
+    rows: list[dict[str, Any]] = []
+    for name, version in iter_versions(datasets_dir):
+        rec = load_record(datasets_dir, name, version)
+        assert rec is not None
+        m, splits = rec.manifest, rec.manifest["splits"]
+        spec = read_spec(home / "sources", name)
+        entry = catalog_entry(name)
+        norm = m["normalisations"]
+        rows.append({
+            "dataset": name,
+            "version": version,
+            "is_current": current_version(datasets_dir, name) == version,
+            "created_at": m["created_at"],
+            "source_kind": m["source"]["kind"],
+            "source_ref": m["source"]["ref"],
+            "source_version": m["source_version"],
+            "suites": sorted(set(spec.suites if spec else []) | ({"rf100vl"} if entry else set())
+                             | ({"rf20vl"} if entry and entry.rf20vl else set())),
+            "in_catalog": entry is not None,
+            "domain": entry.domain if entry else None,
+            "catalog_num_classes": entry.num_classes if entry else None,
+            "num_classes": m["num_classes"],
+            "class_names": m["classes"],
+            "images": sum(splits[s]["images"] for s in SPLITS),
+            "boxes": sum(splits[s]["annotations"] for s in SPLITS),
+            **{f"{s}_images": splits[s]["images"] for s in SPLITS},
+            **{f"{s}_boxes": splits[s]["annotations"] for s in SPLITS},
+            "train_boxes_per_image_mean": splits["train"]["boxes_per_image_mean"],
+            "max_annotations_per_image": max(splits[s]["boxes_per_image_max"] for s in SPLITS),
+            "megapixels_max": max(splits[s]["megapixels_max"] for s in SPLITS),
+            "size_bytes": sum(rec.lock["splits"][s]["bytes"] for s in SPLITS),
+            "train_annotations_sha256": rec.lock["splits"]["train"]["annotations_sha256"],
+            "placeholder_categories_dropped": len(norm["dropped_placeholder_categories"]),
+            "annotation_ids_renumbered": sum(norm["annotation_ids_renumbered"].values()),
+            "boxes_clipped": sum(norm["boxes_clipped"].values()),
+            "path": str(rec.path),
+        })
+    return pd.DataFrame(rows)
+
+
+def _dataset_split_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    datasets_dir = home / "datasets"
+    rows = []
+    for name, version in iter_versions(datasets_dir):
+        rec = load_record(datasets_dir, name, version)
+        assert rec is not None
+        for s in SPLITS:
+            rows.append({"dataset": name, "version": version, "split": s,
+                         **rec.manifest["splits"][s], **rec.lock["splits"][s]})
+    return pd.DataFrame(rows)
+
+
+# Table name -> builder over BENCH_HOME. Later domains add their tables here.
+TABLES: dict[str, TableBuilder] = {
+    "datasets": _dataset_rows,
+    "dataset_splits": _dataset_split_rows,
+}
+ORDER_BY = {"datasets": "dataset, version", "dataset_splits": "dataset, version, split"}
+
+
+@contextmanager
+def loader_lock(warehouse: Path, timeout_s: float = 600.0) -> Iterator[None]:
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    with open(warehouse.with_suffix(".lock"), "w") as fh:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{warehouse}: another loader held the lock for {timeout_s:g}s") from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def rebuild_warehouse(home: Path, warehouse: Path) -> dict[str, int]:
+    """Rebuild every table from the artifacts under `home`; return row counts per table."""
+    import duckdb
+
+    with loader_lock(warehouse):
+        frames = {name: build(home) for name, build in TABLES.items()}
+        tmp = warehouse.with_name(f".{warehouse.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            con = duckdb.connect(str(tmp))
+            try:
+                for name, df in frames.items():
+                    con.register("frame", df)
+                    if df.empty:
+                        con.execute(f"CREATE TABLE {name} (dataset VARCHAR)")
+                    else:
+                        con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame ORDER BY {ORDER_BY[name]}")
+                    con.unregister("frame")
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, warehouse)
+            fsync_dir(warehouse.parent)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return {name: len(df) for name, df in frames.items()}
+
+
+def read_table(warehouse: Path, sql: str) -> list[dict[str, Any]]:
+    """Run a read-only query; the file is replaced whole on load, so readers never meet a writer."""
+    import duckdb
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def as_json(rows: list[dict[str, Any]]) -> str:
+    return json.dumps(rows, default=str, indent=1)

@@ -1,0 +1,93 @@
+"""`rf100vl/catalog` and `rf100vl/dataset`: the thin Dagster shell around sources, verify and store."""
+
+import base64
+from collections import Counter
+
+import dagster as dg
+
+from bench_assets.rf100vl.catalog import BUILTIN_SUITES, DOMAINS, load_catalog, suite_members
+from bench_assets.rf100vl.partitions import dataset_partitions
+from bench_assets.rf100vl.safe_tar import UnsafeArchiveError
+from bench_assets.rf100vl.sources import SourceError, default_spec, local_spec, read_spec, register
+from bench_assets.rf100vl.store import PREVIEW_FILE, DatasetRecord, materialize_dataset
+from bench_assets.rf100vl.verify import SPLITS, DatasetInvalid
+from resources.bench_home import BenchHome
+
+
+@dg.asset(key=["rf100vl", "catalog"], group_name="rf100vl", kinds={"csv"},
+          description="The 100 RF100-VL datasets (domain, classes, images) and the built-in suites.")
+def catalog() -> dg.MaterializeResult:
+    cat = load_catalog()
+    domains = Counter(e.domain for e in cat.values())
+    return dg.MaterializeResult(metadata={
+        "datasets": len(cat),
+        "images": sum(e.num_images for e in cat.values()),
+        "classes": sum(e.num_classes for e in cat.values()),
+        "domains": dg.MetadataValue.md("\n".join(["| domain | datasets |", "|---|---|"]
+                                                 + [f"| {d} | {domains[d]} |" for d in DOMAINS])),
+        "suites": dg.MetadataValue.json({s: len(suite_members(s)) for s in BUILTIN_SUITES}),
+    })
+
+
+class DatasetConfig(dg.Config):
+    source: str = ""  # folder or tar to import; recorded as the dataset's source for later runs
+    suite: str = ""
+    deep_image_check: bool = False
+
+
+def _split_table(record: DatasetRecord) -> str:
+    rows = ["| split | images | boxes | boxes/image mean | boxes/image max | classes | MP mean | MP max |",
+            "|---|---|---|---|---|---|---|---|"]
+    for s in SPLITS:
+        st = record.manifest["splits"][s]
+        rows.append(f"| {s} | {st['images']} | {st['annotations']} | {st['boxes_per_image_mean']} | "
+                    f"{st['boxes_per_image_max']} | {st['classes_present']} | {st['megapixels_mean']} | "
+                    f"{st['megapixels_max']} |")
+    return "\n".join(rows)
+
+
+def dataset_metadata(record: DatasetRecord) -> dict[str, dg.MetadataValue]:
+    m = record.manifest
+    splits = m["splits"]
+    preview = base64.b64encode((record.path / PREVIEW_FILE).read_bytes()).decode()
+    size = sum(f.stat().st_size for f in record.path.rglob("*") if f.is_file())
+    meta: dict[str, dg.MetadataValue] = {
+        "version": dg.MetadataValue.text(record.version),
+        "new_version": dg.MetadataValue.bool(record.created),
+        "source": dg.MetadataValue.json(m["source"]),
+        "classes": dg.MetadataValue.int(m["num_classes"]),
+        "class_names": dg.MetadataValue.text(", ".join(m["classes"])),
+        "images": dg.MetadataValue.int(sum(splits[s]["images"] for s in SPLITS)),
+        "boxes": dg.MetadataValue.int(sum(splits[s]["annotations"] for s in SPLITS)),
+        "max_annotations_per_image": dg.MetadataValue.int(max(splits[s]["boxes_per_image_max"] for s in SPLITS)),
+        "megapixels_max": dg.MetadataValue.float(max(splits[s]["megapixels_max"] for s in SPLITS)),
+        "size_on_disk_mb": dg.MetadataValue.float(round(size / 1e6, 3)),
+        "splits": dg.MetadataValue.md(_split_table(record)),
+        "normalisations": dg.MetadataValue.json(m["normalisations"]),
+        "dropped_junk_files": dg.MetadataValue.int(len(m["dropped_junk"])),
+        "path": dg.MetadataValue.path(str(record.path)),
+        "preview": dg.MetadataValue.md(f"![samples with boxes](data:image/jpeg;base64,{preview})"),
+    }
+    for s in SPLITS:
+        meta[f"{s}_images"] = dg.MetadataValue.int(splits[s]["images"])
+        meta[f"{s}_boxes_per_image_mean"] = dg.MetadataValue.float(splits[s]["boxes_per_image_mean"])
+    return meta
+
+
+@dg.asset(key=["rf100vl", "dataset"], group_name="rf100vl", partitions_def=dataset_partitions,
+          deps=[catalog], kinds={"coco"},
+          description="A verified, normalised, version-locked dataset (datasets/<name>/<version>/).")
+def dataset(context: dg.AssetExecutionContext, config: DatasetConfig, home: BenchHome) -> dg.MaterializeResult:
+    name = context.partition_key
+    try:
+        spec = local_spec(config.source, [config.suite] if config.suite else []) if config.source else None
+        if spec is not None:
+            spec = register(home.sources_dir, name, spec)
+        else:
+            spec = read_spec(home.sources_dir, name) or default_spec(name, home.hf_mirror)
+        record = materialize_dataset(home.path, name, spec, home.hf_cache_dir, log=context.log.info,
+                                     deep=config.deep_image_check)
+    except (DatasetInvalid, SourceError, UnsafeArchiveError, ValueError) as exc:
+        raise dg.Failure(description=str(exc), metadata={"dataset": name, "error": exc.__class__.__name__},
+                         allow_retries=False) from None
+    return dg.MaterializeResult(metadata=dataset_metadata(record), data_version=dg.DataVersion(record.version))

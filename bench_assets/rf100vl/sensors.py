@@ -1,0 +1,75 @@
+"""The inbox sensor: a dataset folder or tar dropped into BENCH_HOME/inbox/ registers a partition
+and requests its import run."""
+
+import hashlib
+import time
+from pathlib import Path
+
+import dagster as dg
+
+from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
+from bench_assets.rf100vl.sources import NAME_RE
+from resources.bench_home import BenchHome
+
+TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+SETTLE_SECONDS = 10.0  # a folder still being copied in changes; wait until it has been quiet this long
+DATASET_JOB = "rf100vl_dataset_job"
+DATASET_OP = "rf100vl__dataset"
+
+
+def inbox_name(path: Path) -> str:
+    for suffix in TAR_SUFFIXES:
+        if path.name.endswith(suffix):
+            return path.name[: -len(suffix)]
+    return path.name
+
+
+def fingerprint(path: Path) -> tuple[str, float]:
+    """(content fingerprint from names, sizes and mtimes; newest mtime) of a file or folder."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    newest = 0.0
+    for f in files:
+        st = f.stat()
+        newest = max(newest, st.st_mtime)
+        h.update(f"{f.relative_to(path.parent)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16], newest
+
+
+def inbox_requests(inbox: Path, known: set[str], now: float, settle: float = SETTLE_SECONDS
+                   ) -> tuple[list[str], list[dg.RunRequest], list[str]]:
+    """(new partition names, run requests, skipped-with-reason lines) for the inbox's settled entries."""
+    new, runs, skipped = [], [], []
+    if not inbox.is_dir():
+        return new, runs, skipped
+    for entry in sorted(inbox.iterdir()):
+        if entry.name.startswith(".") or not (entry.is_dir() or entry.name.endswith(TAR_SUFFIXES)):
+            continue
+        name = inbox_name(entry)
+        if not NAME_RE.match(name):
+            skipped.append(f"{entry.name}: {name!r} is not a valid dataset name")
+            continue
+        fp, newest = fingerprint(entry)
+        if now - newest < settle:
+            skipped.append(f"{entry.name}: still changing, waiting {settle:g}s for it to settle")
+            continue
+        if name not in known and name not in new:
+            new.append(name)
+        runs.append(dg.RunRequest(
+            run_key=f"{name}:{fp}", partition_key=name,
+            run_config={"ops": {DATASET_OP: {"config": {"source": str(entry), "suite": "inbox"}}}},
+            tags={"bench/source": "inbox"}))
+    return new, runs, skipped
+
+
+@dg.sensor(job_name=DATASET_JOB, minimum_interval_seconds=15, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Registers and imports every dataset folder or tar dropped into BENCH_HOME/inbox/.")
+def inbox_sensor(context: dg.SensorEvaluationContext, home: BenchHome) -> dg.SensorResult:
+    known = set(context.instance.get_dynamic_partitions(DATASET_PARTITIONS_NAME))
+    new, runs, skipped = inbox_requests(home.inbox_dir, known, time.time())
+    for line in skipped:
+        context.log.info(line)
+    return dg.SensorResult(
+        run_requests=runs,
+        dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(DATASET_PARTITIONS_NAME, new)] if new else [],
+    )
