@@ -84,7 +84,9 @@ def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str |
     from definitions import defs
 
     job = defs.resolve_job_def(job_name)
-    result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=run_config,
+    config = {"loggers": {"console": {"config": {"log_level": os.environ.get("BENCH_LOG_LEVEL", "INFO")}}},
+              **(run_config or {})}
+    result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=config,
                                     raise_on_error=False, tags={"bench/launched_by": "cli", **(tags or {})})
     return RunOutcome(run_id=result.run_id, success=result.success, errors=_errors(result))
 

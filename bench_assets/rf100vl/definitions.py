@@ -4,11 +4,9 @@ import dagster as dg
 
 from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
-from bench_assets.rf100vl.partitions import dataset_partitions
 from bench_assets.rf100vl.sensors import DATASET_JOB, inbox_sensor
 
 dataset_job = dg.define_asset_job(DATASET_JOB, selection=dg.AssetSelection.assets(dataset),
-                                  partitions_def=dataset_partitions,
                                   description="Fetch, verify and version-lock one dataset partition.")
 catalog_job = dg.define_asset_job("rf100vl_catalog_job", selection=dg.AssetSelection.assets(catalog),
                                   description="The catalogue and the platform preflight checks.")

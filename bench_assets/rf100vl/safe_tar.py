@@ -56,7 +56,8 @@ def safe_extract(archive: Path, dest: Path) -> ExtractionReport:
         for m in members:
             _check_member(archive, m)
             if is_macos_junk(PurePosixPath(m.name)):
-                report.dropped_junk.append(m.name)
+                if m.isfile():
+                    report.dropped_junk.append(m.name)
                 continue
             keep.append(m)
         for m in keep:

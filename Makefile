@@ -1,0 +1,26 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both set up .venv when missing.
+VENV := .venv
+export OMP_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+
+.PHONY: setup demo test ui benchmarks lint
+
+setup:
+	@scripts/bootstrap.sh
+
+demo: setup
+	$(VENV)/bin/bench demo
+
+test: setup
+	$(VENV)/bin/python -m pytest -q
+
+ui: setup
+	$(VENV)/bin/bench ui
+
+benchmarks: setup
+	$(VENV)/bin/python benchmarks/import_time.py
+	$(VENV)/bin/python benchmarks/verify_speed.py
+
+lint: setup
+	$(VENV)/bin/ruff check .

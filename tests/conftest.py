@@ -1,0 +1,60 @@
+"""Shared fixtures: a throw-away BENCH_HOME with a real Dagster instance (sqlite) inside it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "tests" / "corpus"
+BENCH = [sys.executable, "-m", "bench_assets.cli"]
+
+
+@pytest.fixture
+def bench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "bench"
+    monkeypatch.setenv("BENCH_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
+    monkeypatch.delenv("BENCH_HF_REPO", raising=False)
+    monkeypatch.delenv("ROBOFLOW_API_KEY", raising=False)
+    return home
+
+
+@pytest.fixture
+def instance(bench_home: Path) -> Iterator[object]:
+    from bench_assets.instance import open_instance
+
+    inst = open_instance(bench_home)
+    yield inst
+    inst.dispose()
+
+
+@pytest.fixture(scope="session")
+def mini_raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The four mini datasets generated once per session, raw Roboflow layout."""
+    from bench_assets.rf100vl.catalog import MINI_SUITE
+    from bench_assets.rf100vl.mini import generate_mini_dataset
+
+    root = tmp_path_factory.mktemp("mini_raw")
+    for name in MINI_SUITE:
+        generate_mini_dataset(name, root / name)
+    return root
+
+
+def broken(case: str, tmp_path: Path) -> Path:
+    """A private copy of a corpus dataset (tests may modify it)."""
+    dst = tmp_path / case
+    shutil.copytree(CORPUS / "broken" / case, dst)
+    return dst
+
+
+def run_bench(*args: str, home: Path, timeout: float = 300, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "BENCH_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), **(env or {})}
+    return subprocess.run([*BENCH, *args], cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,118 @@
+"""Verification of the committed broken corpus: each defect gets its own clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench_assets.rf100vl.verify import BBOX_TOLERANCE_PX, DatasetInvalid, verify_dataset
+from tests.conftest import CORPUS, broken
+
+# case -> (split, field named in the error, a phrase of the message)
+EXPECTED = {
+    "bad_json": ("valid", "json", "unreadable or truncated JSON"),
+    "missing_image": ("train", "images[].file_name", "missing"),
+    "truncated_image": ("test", "image", "truncated"),
+    "unreadable_image": ("train", "image", "not a readable image"),
+    "bbox_outside": ("train", "annotations[].bbox", f"beyond the image by more than {BBOX_TOLERANCE_PX:g} px"),
+    "bbox_nonpositive": ("valid", "annotations[].bbox", "non-positive width or height"),
+    "unknown_category": ("train", "annotations[].category_id", "category ids not in categories"),
+    "duplicate_image_id": ("train", "images[].id", "duplicate"),
+    "duplicate_annotation_id": ("test", "annotations[].id", "duplicate"),
+    "empty_split": ("test", "images", "no images"),
+    "area_mismatch": ("train", "annotations[].area", "inconsistent with bbox"),
+    "unknown_image_ref": ("train", "annotations[].image_id", "unknown image ids"),
+}
+
+
+def test_every_corpus_case_is_covered() -> None:
+    cases = {p.name for p in (CORPUS / "broken").iterdir() if p.is_dir()}
+    assert set(EXPECTED) == cases - {"valid_base", "bbox_slightly_outside"}
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_broken_case_names_split_field_and_fix(case: str) -> None:
+    split, field, phrase = EXPECTED[case]
+    with pytest.raises(DatasetInvalid) as err:
+        verify_dataset(CORPUS / "broken" / case)
+    problems = err.value.problems
+    assert len(problems) == 1, [str(p) for p in problems]  # one defect, one error: no cascades
+    p = problems[0]
+    assert (p.split, p.field) == (split, field)
+    assert phrase in p.message
+    assert p.fix
+    text = str(err.value)
+    assert f"{split}/" in text and "fix:" in text
+
+
+def test_valid_base_is_normalised_and_counted() -> None:
+    v = verify_dataset(CORPUS / "broken" / "valid_base")
+    raw = json.loads((CORPUS / "broken" / "valid_base" / "train" / "_annotations.coco.json").read_text())
+    assert any(c["id"] == 0 for c in raw["categories"])  # Roboflow's placeholder is in the raw file
+    assert min(a["id"] for a in raw["annotations"]) == 0
+    assert len(v.categories) == len(raw["categories"]) - 1
+    assert [c["id"] for c in v.categories] == list(range(len(v.categories)))
+    assert v.normalisations.dropped_placeholder_categories
+    for split, doc in v.coco.items():
+        ids = [a["id"] for a in doc["annotations"]]
+        assert ids == list(range(1, len(ids) + 1)), split
+        assert v.normalisations.annotation_id_zero[split] == 1
+    assert v.normalisations.total() > 0
+
+
+def test_slightly_outside_box_is_clipped_and_counted() -> None:
+    v = verify_dataset(CORPUS / "broken" / "bbox_slightly_outside")
+    assert sum(v.normalisations.boxes_clipped.values()) == 1
+    for doc in v.coco.values():
+        by_id = {i["id"]: i for i in doc["images"]}
+        for a in doc["annotations"]:
+            x, y, w, h = a["bbox"]
+            img = by_id[a["image_id"]]
+            assert x >= 0 and y >= 0 and x + w <= img["width"] and y + h <= img["height"]
+            assert a["area"] == pytest.approx(w * h)
+
+
+def test_category_ids_remapped_consistently(tmp_path: Path) -> None:
+    """Dropping the placeholder shifts ids; every annotation must follow its class, not its number."""
+    ds = broken("valid_base", tmp_path)
+    raw = json.loads((ds / "train" / "_annotations.coco.json").read_text())
+    name_of_raw = {c["id"]: c["name"] for c in raw["categories"]}
+    v = verify_dataset(ds)
+    name_of_new = {c["id"]: c["name"] for c in v.categories}
+    raw_names = sorted(name_of_raw[a["category_id"]] for a in raw["annotations"])
+    new_names = sorted(name_of_new[a["category_id"]] for a in v.coco["train"]["annotations"])
+    assert raw_names == new_names
+
+
+def test_many_problems_are_listed_not_only_the_first(tmp_path: Path) -> None:
+    ds = broken("valid_base", tmp_path)
+    path = ds / "train" / "_annotations.coco.json"
+    doc = json.loads(path.read_text())
+    doc["annotations"][0]["category_id"] = 77
+    doc["annotations"][-1]["bbox"][2] = -4
+    path.write_text(json.dumps(doc))
+    (ds / "valid" / doc["images"][0]["file_name"]).unlink(missing_ok=True)
+    with pytest.raises(DatasetInvalid) as err:
+        verify_dataset(ds)
+    fields = {p.field for p in err.value.problems}
+    assert {"annotations[].category_id", "annotations[].bbox"} <= fields
+
+
+def test_image_size_mismatch_is_an_error(tmp_path: Path) -> None:
+    ds = broken("valid_base", tmp_path)
+    path = ds / "valid" / "_annotations.coco.json"
+    doc = json.loads(path.read_text())
+    doc["images"][0]["width"] += 100
+    path.write_text(json.dumps(doc))
+    with pytest.raises(DatasetInvalid) as err:
+        verify_dataset(ds)
+    assert "width/height" in err.value.problems[0].field
+
+
+def test_mini_datasets_verify_cleanly(mini_raw: Path) -> None:
+    for ds in sorted(mini_raw.iterdir()):
+        v = verify_dataset(ds)
+        assert v.normalisations.dropped_placeholder_categories == [ds.name]
+        assert all(st.images > 0 and st.annotations > 0 for st in v.stats.values())
