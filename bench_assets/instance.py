@@ -7,6 +7,7 @@ expensive part and process start-up would only add seconds.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -50,11 +51,15 @@ def pool_limits() -> dict[str, int]:
 def open_instance(home: Path) -> dg.DagsterInstance:
     import dagster as dg
 
-    prepare_home(home)
-    instance = dg.DagsterInstance.get()
-    for pool, limit in pool_limits().items():
-        if instance.event_log_storage.get_concurrency_info(pool).slot_count != limit:
-            instance.event_log_storage.set_concurrency_slots(pool, limit)
+    dh = prepare_home(home)
+    # Two CLI processes starting at once would both create the sqlite storages and one would fail.
+    with open(dh / ".init.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        instance = dg.DagsterInstance.get()
+        for pool, limit in pool_limits().items():
+            if instance.event_log_storage.get_concurrency_info(pool).slot_count != limit:
+                instance.event_log_storage.set_concurrency_slots(pool, limit)
+        fcntl.flock(lock, fcntl.LOCK_UN)
     return instance
 
 
@@ -88,7 +93,9 @@ def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str |
               **(run_config or {})}
     result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=config,
                                     raise_on_error=False, tags={"bench/launched_by": "cli", **(tags or {})})
-    return RunOutcome(run_id=result.run_id, success=result.success, errors=_errors(result))
+    errors = _errors(result)
+    # A failed check is a failure for the terminal too, blocking or not: loud beats silent.
+    return RunOutcome(run_id=result.run_id, success=result.success and not errors, errors=errors)
 
 
 def register_partitions(instance: dg.DagsterInstance, names: list[str]) -> list[str]:

@@ -92,7 +92,7 @@ def hygiene(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.Asset
         "normalisations_applied": dg.MetadataValue.json(record.manifest["normalisations"])})
 
 
-@dg.asset_check(asset=dataset, partitions_def=dataset_partitions,
+@dg.asset_check(asset=dataset, partitions_def=dataset_partitions, blocking=True,
                 description="Class count equals the RF100-VL catalogue's for catalogue datasets.")
 def class_count_matches_catalog(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
     name = context.partition_key

@@ -1,0 +1,62 @@
+"""`bench` end to end in subprocesses against a real BENCH_HOME: import, list, failures, concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import duckdb
+
+from tests.conftest import BENCH, CORPUS, REPO, broken, run_bench
+
+
+def test_import_directory_then_tar_then_list(bench_home: Path, tmp_path: Path) -> None:
+    r = run_bench("datasets", "import", str(broken("valid_base", tmp_path)), "--name", "shapes-a",
+                  "--suite", "lab", home=bench_home)
+    assert r.returncode == 0, r.stderr
+    assert "dataset shapes-a: ok" in r.stdout
+    r = run_bench("datasets", "import", str(CORPUS / "tars" / "good_macos.tar"), home=bench_home)
+    assert r.returncode == 0, r.stderr
+    r = run_bench("datasets", "list", "--json", home=bench_home)
+    rows = {row["dataset"]: row for row in json.loads(r.stdout)}
+    assert set(rows) == {"shapes-a", "good_macos"}
+    assert rows["shapes-a"]["suites"] == "lab" and rows["shapes-a"]["classes"] == 2
+    assert rows["good_macos"]["version"] == rows["shapes-a"]["version"]  # same content, same version
+    con = duckdb.connect(str(bench_home / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM datasets WHERE is_current").fetchone() == (2,)
+
+
+def test_bad_input_exits_nonzero_with_reason_on_stderr(bench_home: Path, tmp_path: Path) -> None:
+    r = run_bench("datasets", "import", str(broken("missing_image", tmp_path)), home=bench_home)
+    assert r.returncode == 1
+    assert "dataset missing_image failed" in r.stderr
+    assert "train/_annotations.coco.json: images[].file_name" in r.stderr and "fix:" in r.stderr
+    r = run_bench("datasets", "import", str(CORPUS / "tars" / "symlink.tar"), home=bench_home)
+    assert r.returncode == 1 and "is a link" in r.stderr
+    r = run_bench("datasets", "import", str(tmp_path / "nope"), home=bench_home)
+    assert r.returncode == 1 and "no such file" in r.stderr
+    r = run_bench("datasets", "import", str(broken("valid_base", tmp_path)), "--name", "../evil", home=bench_home)
+    assert r.returncode == 2 and "invalid dataset name" in r.stderr
+
+
+def test_two_imports_at_once_lose_nothing(bench_home: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_HOME": str(bench_home), "DAGSTER_HOME": str(bench_home / "dagster")}
+    procs = [subprocess.Popen([*BENCH, "datasets", "import", str(broken(case, tmp_path / case)), "--name", case],
+                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for case in ("valid_base", "bbox_slightly_outside")]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert "Could not set lock" not in err and "database is locked" not in err
+    con = duckdb.connect(str(bench_home / "warehouse.duckdb"), read_only=True)
+    names = [r[0] for r in con.execute("SELECT dataset FROM datasets ORDER BY dataset").fetchall()]
+    assert names == ["bbox_slightly_outside", "valid_base"]
+
+
+def test_register_unknown_suite(bench_home: Path) -> None:
+    r = run_bench("datasets", "register", "--suite", "nope", home=bench_home)
+    assert r.returncode == 2 and "unknown suite" in r.stderr
+    r = run_bench("datasets", "register", "--suite", "rf20vl", home=bench_home)
+    assert r.returncode == 0 and "20 datasets, 20 newly registered" in r.stdout

@@ -1,0 +1,93 @@
+"""Acquisition paths other than local files: the rf100vl package and the HF mirror via the dataset asset."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from bench_assets.rf100vl.catalog import load_catalog, suite_members
+from bench_assets.rf100vl.sources import SourceError, SourceSpec, default_spec, fetch
+from tests.conftest import CORPUS, REPO
+from tests.hf_standin import hf_standin
+
+
+def test_rf100vl_path_needs_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROBOFLOW_API_KEY", raising=False)
+    with pytest.raises(SourceError, match="ROBOFLOW_API_KEY"):
+        fetch(SourceSpec(kind="rf100vl"), "actions", tmp_path, tmp_path)
+
+
+def test_rf100vl_path_fails_clearly_when_unreachable_and_hides_the_key(tmp_path: Path) -> None:
+    # A subprocess: roboflow reads API_URL at import; point it at a closed loopback port.
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from bench_assets.rf100vl.sources import SourceSpec, SourceError, fetch\n"
+        "try:\n"
+        f"    fetch(SourceSpec(kind='rf100vl'), 'actions', Path({str(tmp_path)!r}), Path({str(tmp_path)!r}))\n"
+        "except SourceError as e:\n"
+        "    print(e); sys.exit(3)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "ROBOFLOW_API_KEY": "rf_SECRET_KEY_123", "API_URL": "http://127.0.0.1:9",
+           "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert "could not be reached" in r.stdout and "'actions'" in r.stdout
+    assert "rf_SECRET_KEY_123" not in r.stdout + r.stderr
+
+
+def test_default_spec_routes_catalogue_names() -> None:
+    assert default_spec("mini-tiny", None).kind == "mini"
+    assert default_spec("actions", None).kind == "rf100vl"
+    assert default_spec("actions", "org/mirror").repo_id == "org/mirror"
+    with pytest.raises(SourceError, match="bench datasets import"):
+        default_spec("not-a-dataset", None)
+
+
+def test_catalogue_and_suites() -> None:
+    cat = load_catalog()
+    assert len(cat) == 100 and "-grccs" in cat
+    rf20 = suite_members("rf20vl")
+    assert len(rf20) == 20 and all(cat[n].rf20vl for n in rf20)
+    sizes = [cat[n].num_images for n in suite_members("rf100vl")]
+    assert sizes == sorted(sizes, reverse=True)  # longest first
+
+
+def _tar_of(folder: Path, top: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(folder, arcname=top)
+    return buf.getvalue()
+
+
+def test_catalogue_dataset_from_hf_mirror_through_the_asset(instance, bench_home: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`actions` (a catalogue dataset) with no recorded source comes from the configured HF mirror."""
+    # The stand-in holds a 2-class dataset; the catalogue says `actions` has 6 classes, so the
+    # class-count check must fail while the import itself succeeds.
+    tar = _tar_of(CORPUS / "broken" / "valid_base", "actions")
+    lock = {"format": "rf100vl-hf-lock.v1", "datasets": {"actions": {
+        "file": "datasets/actions.tar", "sha256": hashlib.sha256(tar).hexdigest(), "bytes": len(tar), "version": 7}}}
+    files = {"lock.json": json.dumps(lock).encode(), "datasets/actions.tar": tar}
+    with hf_standin(files, required_token="hf_TESTTOKEN_abcdefghijklmnop") as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        monkeypatch.setenv("HF_TOKEN", "hf_TESTTOKEN_abcdefghijklmnop")
+        monkeypatch.setenv("BENCH_HF_REPO", "org/rf100vl-mirror")
+        from bench_assets.instance import execute, register_partitions
+
+        register_partitions(instance, ["actions"])
+        outcome = execute(instance, "rf100vl_dataset_job", partition_key="actions")
+    assert not outcome.success
+    assert [e for e in outcome.errors if "class_count_matches_catalog" in e]
+    assert not [e for e in outcome.errors if "lock_matches_files" in e]
+    lock_json = next((bench_home / "datasets" / "actions").glob("*/lock.json")).read_text()
+    assert json.loads(lock_json)["source_version"] == "7"
+    for f in bench_home.rglob("*"):
+        if f.is_file() and f.suffix in (".json", ".yaml", ".txt", ".log", ""):
+            assert "hf_TESTTOKEN" not in f.read_text(errors="ignore"), f
