@@ -1,0 +1,20 @@
+select
+    dataset,
+    version,
+    is_current,
+    cast(created_at as timestamp) as created_at,
+    source_kind,
+    domain,
+    in_catalog,
+    num_classes,
+    catalog_num_classes,
+    images,
+    boxes,
+    train_images,
+    valid_images,
+    test_images,
+    max_annotations_per_image,
+    megapixels_max,
+    size_bytes,
+    train_annotations_sha256
+from {{ source('warehouse', 'datasets') }}

@@ -1,0 +1,40 @@
+"""The dbt report reads the warehouse without writing it; the code location stays import-light."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from bench_assets.report.warehouse import rebuild_warehouse
+from bench_assets.rf100vl.sources import local_spec
+from bench_assets.rf100vl.store import materialize_dataset
+from tests.conftest import REPO, broken
+
+
+def test_dbt_staging_builds_over_the_warehouse_read_only(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    materialize_dataset(home, "ds", local_spec(broken("valid_base", tmp_path)), home / "cache")
+    rebuild_warehouse(home, home / "warehouse.duckdb")
+    before = (home / "warehouse.duckdb").read_bytes()
+    env = {**os.environ, "BENCH_HOME": str(home), "DBT_LOG_PATH": str(tmp_path / "dbt-logs"),
+           "DBT_TARGET_PATH": str(tmp_path / "dbt-target")}
+    r = subprocess.run([str(Path(sys.executable).parent / "dbt"), "build", "--project-dir", "dbt_report",
+                        "--profiles-dir", "dbt_report"], cwd=REPO, env=env, capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert (home / "warehouse.duckdb").read_bytes() == before  # dbt never writes the warehouse
+    con = duckdb.connect(str(home / "report.duckdb"), read_only=True)
+    con.execute(f"ATTACH '{home / 'warehouse.duckdb'}' AS warehouse (READ_ONLY)")
+    assert con.execute("SELECT dataset, num_classes FROM stg_warehouse__datasets").fetchall() == [("ds", 2)]
+
+
+def test_code_location_import_is_light() -> None:
+    code = ("import sys, definitions; heavy = [m for m in ('torch', 'libreyolo', 'kornia', 'torchvision', "
+            "'duckdb', 'pandas', 'cv2') if m in sys.modules]; print(','.join(heavy))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ""
