@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,11 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -70,10 +76,12 @@ def place_dir(tmp: Path, final: Path) -> bool:
     are immutable, so an existing one is never overwritten.
     """
     final.parent.mkdir(parents=True, exist_ok=True)
-    for f in sorted(tmp.rglob("*"), reverse=True):
-        if f.is_file() and not f.is_symlink():
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
+    files = [f for f in tmp.rglob("*") if f.is_file() and not f.is_symlink()]
+    # fsync releases the GIL: overlapping thousands of them takes a fraction of doing them in turn.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(_fsync_file, files))
+    for d in sorted({f.parent for f in files}):
+        fsync_dir(d)
     try:
         os.rename(tmp, final)
     except OSError:

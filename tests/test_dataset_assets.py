@@ -11,8 +11,8 @@ from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from bench_assets.instance import execute, register_partitions
-from bench_assets.rf100vl.sensors import DATASET_JOB, DATASET_OP
 from bench_assets.report.warehouse import rebuild_warehouse
+from bench_assets.rf100vl.sensors import DATASET_JOB, DATASET_OP
 from tests.conftest import CORPUS, broken
 
 DATASET_KEY = dg.AssetKey(["rf100vl", "dataset"])

@@ -124,7 +124,8 @@ def disk_projection(context: dg.AssetCheckExecutionContext, home: BenchHome) -> 
         "cache_gb": round(proj.cache_bytes / 1e9, 3), "dataset_gb": round(proj.dataset_bytes / 1e9, 3)})
 
 
-@dg.asset_check(asset=catalog, description="Preflight: every directory under BENCH_HOME the platform writes is writable.")
+@dg.asset_check(asset=catalog,
+                description="Preflight: every directory under BENCH_HOME the platform writes is writable.")
 def writable_dirs(home: BenchHome) -> dg.AssetCheckResult:
     dirs = home.writable_dirs()
     bad = unwritable_dirs(dirs)

@@ -383,9 +383,8 @@ def _normalise_split(split: str, checked: dict[str, Any], cat_map: dict[int, int
     boxes = checked["boxes"]
     out_annotations = []
     renumbered = 0
-    for n, (ann, box) in enumerate(zip(checked["annotations"], boxes, strict=True), start=1):
+    for n, (ann, b) in enumerate(zip(checked["annotations"], boxes.tolist(), strict=True), start=1):
         renumbered += ann.get("id") != n
-        b = [float(v) for v in box]
         new = dict(ann)
         new.update(id=n, category_id=cat_map[ann["category_id"]], bbox=b)
         if "area" not in ann or ann["area"] is None or checked["clipped"][n - 1]:
