@@ -91,3 +91,10 @@ def test_catalogue_dataset_from_hf_mirror_through_the_asset(instance, bench_home
     for f in bench_home.rglob("*"):
         if f.is_file() and f.suffix in (".json", ".yaml", ".txt", ".log", ""):
             assert "hf_TESTTOKEN" not in f.read_text(errors="ignore"), f
+
+
+def test_catalogue_mini_names_match_the_generator() -> None:
+    from bench_assets.rf100vl.catalog import MINI_SUITE as catalogue_names
+    from bench_assets.rf100vl.mini import MINI_SUITE as generated_names
+
+    assert catalogue_names == generated_names

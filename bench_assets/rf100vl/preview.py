@@ -23,17 +23,19 @@ def sample_grid(split_dir: Path, coco: dict[str, Any], n: int = 8) -> bytes:
     for a in coco["annotations"]:
         by_image.setdefault(a["image_id"], []).append(a)
     rows = (len(chosen) + COLS - 1) // COLS
-    grid = Image.new("RGB", (COLS * THUMB, rows * THUMB), (24, 24, 24))
+    # Cells take the tallest aspect ratio among the samples, so wide images are not letterboxed.
+    cell_h = max(1, round(THUMB * max(i["height"] / i["width"] for i in chosen)))
+    grid = Image.new("RGB", (COLS * THUMB, rows * cell_h), (24, 24, 24))
     for k, img in enumerate(chosen):
         with Image.open(split_dir / img["file_name"]) as im:
             im = im.convert("RGB")
-            scale = THUMB / max(im.size)
+            scale = min(THUMB / im.width, cell_h / im.height)
             im = im.resize((max(1, round(im.width * scale)), max(1, round(im.height * scale))))
         draw = ImageDraw.Draw(im)
         for a in by_image.get(img["id"], []):
             x, y, w, h = (v * scale for v in a["bbox"])
             draw.rectangle([x, y, x + w, y + h], outline=PALETTE[a["category_id"] % len(PALETTE)], width=2)
-        grid.paste(im, ((k % COLS) * THUMB, (k // COLS) * THUMB))
+        grid.paste(im, ((k % COLS) * THUMB, (k // COLS) * cell_h))
     buf = io.BytesIO()
     grid.save(buf, format="JPEG", quality=85)
     return buf.getvalue()
