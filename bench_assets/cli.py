@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from resources.bench_home import REPO_ROOT, bench_home_path
+from resources.paths import REPO_ROOT, bench_home_path
 
 
 def _fail(msg: str, code: int = 1) -> int:
@@ -180,6 +180,89 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return 0 if code in (0, -signal.SIGINT, 130) else code
 
 
+def _register_for_campaign(instance, home: Path, model: str, recipe: str, suite: str | None,  # noqa: ANN001
+                           datasets: str | None) -> list[str]:
+    """Validate and record the model and its recipe, register partitions, import missing datasets."""
+    from bench_assets.instance import register_model_partition, register_partitions
+    from bench_assets.rf100vl.catalog import suite_members
+    from bench_assets.rf100vl.models import register_model
+    from bench_assets.rf100vl.sources import SourceSpec, register
+    from bench_assets.rf100vl.store import current_version
+
+    _, loaded = register_model(home, model, recipe)
+    if not loaded.recipe.conformant:
+        print(f"bench: recipe {loaded.path} is NOT protocol-conformant ({'; '.join(loaded.recipe.nonconformities())})"
+              "; its numbers are marked non-conformant everywhere", file=sys.stderr)
+    names = suite_members(suite) if suite else [d for d in (datasets or "").split(",") if d]
+    if suite == "mini":
+        for n in names:
+            register(home / "sources", n, SourceSpec(kind="mini", suites=["mini"]))
+    register_partitions(instance, names)
+    register_model_partition(instance, model)
+    missing = [n for n in names if current_version(home / "datasets", n) is None]
+    failed = _materialize_datasets(instance, missing) if missing else []
+    return [n for n in names if n not in failed]
+
+
+def _campaign(args: argparse.Namespace, job: str) -> int:
+    from bench_assets.campaign import longest_first, run_partitions
+    from bench_assets.instance import open_instance
+    from bench_assets.lanes import lanes_from_env
+    from bench_assets.rf100vl.recipes import RecipeError
+
+    if not (args.suite or args.datasets):
+        return _fail("pass --suite S or --datasets A,B", 2)
+    home = bench_home_path()
+    if args.lanes:
+        os.environ["BENCH_CPU_LANES"] = str(args.lanes)
+    instance = open_instance(home)
+    try:
+        names = _register_for_campaign(instance, home, args.model, args.recipe, args.suite, args.datasets)
+    except (RecipeError, ValueError, KeyError) as exc:
+        return _fail(str(exc), 2)
+    runs = longest_first(home, args.model, names)
+    config = {"ops": {"rf100vl__checkpoint": {"config": {"force": True}}}} if args.force else None
+    lanes = len(lanes_from_env())
+    print(f"{job}: {len(runs)} partitions of {args.model}, longest first, on {lanes} lane(s)")
+    finished = run_partitions(runs, job, lanes=lanes, run_config=config)
+    failed = [f for f in finished if f.returncode != 0]
+    code = _load_warehouse(instance)
+    for f in sorted(finished, key=lambda f: f.run.dataset):
+        print(f"  {f.run.key:40s} {'ok' if f.returncode == 0 else 'FAILED'}  {f.seconds:7.1f}s")
+    if failed:
+        print(f"bench: {len(failed)} partition(s) failed: {', '.join(f.run.key for f in failed)}", file=sys.stderr)
+    return 1 if failed or code else 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    return _campaign(args, "rf100vl_train_job")
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    return _campaign(args, "rf100vl_campaign_job")
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    """One partition's run (used by the campaign scheduler to run lanes in parallel)."""
+    import dagster as dg
+
+    from bench_assets.instance import execute, open_instance
+
+    instance = open_instance(bench_home_path())
+    dataset_name, model = args.partition.split("|", 1)
+    key = dg.MultiPartitionKey({"dataset": dataset_name, "model": model})
+    config = json.loads(args.config) if args.config else None
+    outcome = execute(instance, args.job, partition_key=key, run_config=config,
+                      tags={"dagster/priority": args.priority} if args.priority else None)
+    return _report(outcome, f"{args.job} {args.partition}")
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from bench_assets.rescore import rescore_all
+
+    return rescore_all(bench_home_path(), model=args.model, datasets=args.datasets)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -198,6 +281,27 @@ def build_parser() -> argparse.ArgumentParser:
     ls = ds.add_parser("list", help="stored datasets and their current versions")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(fn=cmd_list)
+    for name, fn, helptext in (("train", cmd_train, "fine-tune a model on every dataset of a suite"),
+                               ("campaign", cmd_campaign, "train, predict and score: one resumable campaign")):
+        c = sub.add_parser(name, help=helptext)
+        c.add_argument("--model", required=True, help="family-size, e.g. yolo9-t")
+        c.add_argument("--suite", help="rf100vl, rf20vl or mini")
+        c.add_argument("--datasets", help="comma-separated names (a leading dash needs --datasets=-grccs)")
+        c.add_argument("--recipe", default="default", help="default, smoke, or a path to a recipe JSON")
+        c.add_argument("--lanes", type=int, default=0, help="CPU lanes on a box without GPUs (BENCH_CPU_LANES)")
+        c.add_argument("--force", action="store_true", help="retrain even when a finished run exists")
+        c.set_defaults(fn=fn)
+    ex = sub.add_parser("_exec", help=argparse.SUPPRESS)
+    ex.add_argument("job")
+    ex.add_argument("partition")
+    ex.add_argument("--config")
+    ex.add_argument("--priority")
+    ex.set_defaults(fn=cmd_exec)
+    rs = sub.add_parser("rescore", help="recompute scores from saved predictions with the reference backend")
+    rs.add_argument("--model")
+    rs.add_argument("--datasets", help="comma-separated names")
+    rs.set_defaults(fn=cmd_rescore)
+    sub.add_parser("score", help="score a COCO predictions file: bench score GT PRED [--backend] [--max-det]")
     ui = sub.add_parser("ui", help="start the Dagster UI on this machine")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
@@ -206,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["score"]:  # the fast path: no Dagster, no torch
+        from bench_assets.rf100vl.score_cli import main as score_main
+
+        return score_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import dagster as dg
 
-POOL_LIMITS_ENV = {"gpu": "BENCH_GPU_LANES"}
-DEFAULT_POOL_LIMITS = {"gpu": 1, "duckdb_writer": 1}
 
 
 def dagster_home(home: Path) -> Path:
@@ -41,11 +39,10 @@ def prepare_home(home: Path) -> Path:
 
 
 def pool_limits() -> dict[str, int]:
-    limits = dict(DEFAULT_POOL_LIMITS)
-    for pool, env in POOL_LIMITS_ENV.items():
-        if os.environ.get(env):
-            limits[pool] = int(os.environ[env])
-    return limits
+    """`gpu`: one slot per lane (BENCH_GPUS x BENCH_JOBS_PER_GPU, or BENCH_CPU_LANES); `duckdb_writer`: 1."""
+    from bench_assets.lanes import lanes_from_env
+
+    return {"gpu": len(lanes_from_env()), "duckdb_writer": 1}
 
 
 def open_instance(home: Path) -> dg.DagsterInstance:
@@ -75,8 +72,11 @@ def _errors(result: Any) -> list[str]:
     for ev in result.all_events:
         if ev.event_type_value == "STEP_FAILURE":
             err = ev.event_specific_data.error
-            msg = err.message.strip() if err else "step failed"
-            out.append(msg.removeprefix("dagster._core.definitions.events.Failure: "))
+            parts = []
+            while err is not None:  # Dagster wraps user errors: the cause holds the real message
+                parts.append(err.message.strip().removeprefix("dagster._core.definitions.events.Failure: "))
+                err = err.cause
+            out.append(" <- ".join(p for p in parts if "Error occurred while executing op" not in p) or "step failed")
     for ev in result.get_asset_check_evaluations():
         if not ev.passed:
             out.append(f"check {ev.asset_check_key.name} failed on {ev.asset_key.to_user_string()}: "
@@ -106,3 +106,10 @@ def register_partitions(instance: dg.DagsterInstance, names: list[str]) -> list[
     if new:
         instance.add_dynamic_partitions(DATASET_PARTITIONS_NAME, new)
     return new
+
+
+def register_model_partition(instance: dg.DagsterInstance, model: str) -> None:
+    from bench_assets.rf100vl.partitions import MODEL_PARTITIONS_NAME
+
+    if model not in instance.get_dynamic_partitions(MODEL_PARTITIONS_NAME):
+        instance.add_dynamic_partitions(MODEL_PARTITIONS_NAME, [model])

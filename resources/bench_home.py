@@ -11,11 +11,9 @@ from pathlib import Path
 
 import dagster as dg
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from resources.paths import REPO_ROOT, bench_home_path
 
-
-def bench_home_path() -> Path:
-    return Path(os.environ.get("BENCH_HOME") or REPO_ROOT / ".bench").expanduser().resolve()
+__all__ = ["REPO_ROOT", "BenchHome", "bench_home_path"]
 
 
 class BenchHome(dg.ConfigurableResource):

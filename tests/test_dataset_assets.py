@@ -117,5 +117,5 @@ def test_warehouse_rebuilds_identically_from_artifacts(instance, bench_home: Pat
     splits = duckdb.connect(str(wh), read_only=True).execute("SELECT count(*) FROM dataset_splits").fetchone()
     wh.unlink()
     counts = rebuild_warehouse(bench_home, wh)
-    assert counts == {"datasets": 2, "dataset_splits": 6} and splits == (6,)
+    assert counts == {"datasets": 2, "dataset_splits": 6, "runs": 0, "epochs": 0, "scores": 0} and splits == (6,)
     assert duckdb.connect(str(wh), read_only=True).execute(q).fetchall() == first

@@ -87,12 +87,93 @@ def _dataset_split_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _run_dirs(home: Path) -> list[Path]:
+    runs = home / "runs"
+    return sorted(p.parent for p in runs.glob("*/*/*/stats.json")) if runs.exists() else []
+
+
+def _current_run_name(run_dir: Path) -> str | None:
+    pointer = run_dir.parent / "CURRENT"
+    return pointer.read_text().strip() if pointer.exists() else None
+
+
+def _run_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = []
+    for run_dir in _run_dirs(home):
+        st = json.loads((run_dir / "stats.json").read_text())
+        rows.append({
+            "model": st["model"], "dataset": st["dataset"], "dataset_version": st["dataset_version"],
+            "run_signature": st["run_signature"], "is_current": _current_run_name(run_dir) == run_dir.name,
+            "family": st["family"], "size": st["variant"], "run_variant": st["run_variant"],
+            "recipe_file": st["recipe"]["file"], "recipe_sha256": st["recipe"]["sha256"],
+            "recipe_conformant": st["recipe"]["conformant"], "epochs": st["epochs"], "epochs_done": st["epochs_done"],
+            "best_epoch": st["best_epoch"], "valid_mAP50": st["valid_mAP50"], "valid_mAP50_95": st["valid_mAP50_95"],
+            "physical_batch": st["batch"]["physical"], "effective_batch": st["batch"]["effective"],
+            "accumulation": st["batch"]["accumulation"], "imgsz": st["signature_fields"]["imgsz"],
+            "amp": st["precision"]["amp"], "wall_seconds": st["wall_seconds"], "resumed": st["resumed"],
+            "train_images": st["data"]["train_images"],
+            "max_annotations_per_image": st["data"]["max_annotations_per_image"],
+            "best_checkpoint": st["best_checkpoint"], "best_checkpoint_sha256": st["best_checkpoint_sha256"],
+            "started": st["started"], "finished": st["finished"], "run_dir": str(run_dir),
+        })
+    return pd.DataFrame(rows)
+
+
+def _epoch_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = []
+    for run_dir in _run_dirs(home):
+        st = json.loads((run_dir / "stats.json").read_text())
+        result = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
+        for e in result.get("epochs", []):
+            rows.append({"model": st["model"], "dataset": st["dataset"], "run_signature": st["run_signature"],
+                         "epoch": e["epoch"], "train_loss": e.get("train_loss"),
+                         "valid_mAP50": e.get("valid_mAP50"), "valid_mAP50_95": e.get("valid_mAP50_95"),
+                         "seconds": e.get("seconds"), "lr": e.get("lr")})
+    return pd.DataFrame(rows)
+
+
+def _score_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = []
+    evals = home / "eval"
+    for path in sorted(evals.glob("*/*/*.score.json")) if evals.exists() else []:
+        rec = json.loads(path.read_text())
+        pointer = path.parent / "CURRENT.predictions"
+        current_pred = pointer.read_text().strip() if pointer.exists() else None
+        pin = rec["prediction_inputs"]
+        rows.append({
+            "model": rec["model"], "dataset": rec["dataset"], "dataset_version": rec["dataset_version"],
+            "fingerprint": rec["fingerprint"], "split": rec["split"],
+            "is_current": current_pred == rec["inputs"]["predictions_fingerprint"],
+            **{m: v for m, v in rec["metrics"].items()},
+            "backend": rec["backend"], "parity_identical": rec["parity"]["identical"],
+            "parity_total": rec["parity"]["total"], "parity_max_abs_deviation": rec["parity"]["max_abs_deviation"],
+            "parity_differing": rec["parity"]["differing"],
+            "num_images": rec["num_images"], "num_gt": rec["num_gt"], "num_dets": rec["num_dets"],
+            "conf": pin["conf"], "nms_iou": pin["iou"], "max_det": pin["max_det"], "imgsz": pin["imgsz"],
+            "weights_sha256": pin["weights_sha256"], "recipe_sha256": pin["recipe_sha256"],
+            "run_signature": pin["run_signature"], "predictions_sha256": rec["inputs"]["predictions_sha256"],
+            "scoring_code_sha256": rec["inputs"]["scoring_code_sha256"], "path": str(path),
+        })
+    return pd.DataFrame(rows)
+
+
 # Table name -> builder over BENCH_HOME. Later domains add their tables here.
 TABLES: dict[str, TableBuilder] = {
     "datasets": _dataset_rows,
     "dataset_splits": _dataset_split_rows,
+    "runs": _run_rows,
+    "epochs": _epoch_rows,
+    "scores": _score_rows,
 }
-ORDER_BY = {"datasets": "dataset, version", "dataset_splits": "dataset, version, split"}
+ORDER_BY = {"datasets": "dataset, version", "dataset_splits": "dataset, version, split",
+            "runs": "model, dataset, run_signature", "epochs": "model, dataset, run_signature, epoch",
+            "scores": "model, dataset, fingerprint"}
 
 
 @contextmanager
@@ -126,11 +207,11 @@ def rebuild_warehouse(home: Path, warehouse: Path) -> dict[str, int]:
             con = duckdb.connect(str(tmp))
             try:
                 for name, df in frames.items():
+                    if df.empty:  # no artifacts of this kind yet: an empty table keeps readers' queries valid
+                        con.execute(f"CREATE TABLE {name} (dataset VARCHAR, model VARCHAR)")
+                        continue
                     con.register("frame", df)
-                    if df.empty:
-                        con.execute(f"CREATE TABLE {name} (dataset VARCHAR)")
-                    else:
-                        con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame ORDER BY {ORDER_BY[name]}")
+                    con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame ORDER BY {ORDER_BY[name]}")
                     con.unregister("frame")
                 con.execute("CHECKPOINT")
             finally:

@@ -1,19 +1,32 @@
-"""The RF100-VL domain: catalogue, datasets, their checks, the import job and the inbox sensor."""
+"""The RF100-VL domain: catalogue, datasets, checkpoints, predictions and scores, with their checks,
+jobs and the inbox sensor."""
 
 import dagster as dg
 
+from bench_assets.rf100vl.checkpoint_assets import checkpoint
 from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
+from bench_assets.rf100vl.prediction_assets import predictions
+from bench_assets.rf100vl.score_assets import scores
 from bench_assets.rf100vl.sensors import DATASET_JOB, inbox_sensor
+from resources.gpu_lanes import GpuLanes
 
 dataset_job = dg.define_asset_job(DATASET_JOB, selection=dg.AssetSelection.assets(dataset),
                                   description="Fetch, verify and version-lock one dataset partition.")
 catalog_job = dg.define_asset_job("rf100vl_catalog_job", selection=dg.AssetSelection.assets(catalog),
                                   description="The catalogue and the platform preflight checks.")
+campaign_job = dg.define_asset_job(
+    "rf100vl_campaign_job", selection=dg.AssetSelection.assets(checkpoint, predictions, scores),
+    description="Train, predict and score one dataset x model partition (resumable; finished steps are reused).")
+train_job = dg.define_asset_job("rf100vl_train_job", selection=dg.AssetSelection.assets(checkpoint),
+                                description="Fine-tune one dataset x model partition on a leased lane.")
+rescore_job = dg.define_asset_job("rf100vl_rescore_job", selection=dg.AssetSelection.assets(scores),
+                                  description="Recompute scores from saved predictions, without retraining.")
 
 defs = dg.Definitions(
-    assets=[catalog, dataset],
+    assets=[catalog, dataset, checkpoint, predictions, scores],
     asset_checks=[*catalog_checks, *dataset_checks],
-    jobs=[dataset_job, catalog_job],
+    jobs=[dataset_job, catalog_job, train_job, campaign_job, rescore_job],
     sensors=[inbox_sensor],
+    resources={"lanes": GpuLanes()},
 )

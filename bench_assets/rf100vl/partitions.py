@@ -1,6 +1,22 @@
-"""Partition definitions of the RF100-VL domain (dataset names are registered at run time)."""
+"""Partition definitions of the RF100-VL domain (dataset names and model keys are registered at run time)."""
+
+import warnings
 
 import dagster as dg
 
+# Beta in dagster 1.13, and exactly the mapping dataset x model partitions need onto dataset partitions.
+warnings.filterwarnings("ignore", message="Class `MultiToSingleDimensionPartitionMapping` is currently in beta")
+
 DATASET_PARTITIONS_NAME = "rf100vl_dataset"
+MODEL_PARTITIONS_NAME = "rf100vl_model"
 dataset_partitions = dg.DynamicPartitionsDefinition(name=DATASET_PARTITIONS_NAME)
+model_partitions = dg.DynamicPartitionsDefinition(name=MODEL_PARTITIONS_NAME)
+# Multi-partition keys order dimensions alphabetically: "dataset|model".
+dataset_model_partitions = dg.MultiPartitionsDefinition({"dataset": dataset_partitions, "model": model_partitions})
+on_dataset = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="dataset")
+
+
+def split_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> tuple[str, str]:
+    """(dataset, model) of a dataset x model partition."""
+    keys = context.partition_key.keys_by_dimension  # type: ignore[union-attr]
+    return keys["dataset"], keys["model"]

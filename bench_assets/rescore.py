@@ -1,0 +1,48 @@
+"""`bench rescore`: recompute every current score from its saved predictions with the reference
+backend (stock pycocotools) and report any metric that moved by more than 1e-6."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+TOLERANCE = 1e-6
+
+
+def rescore_all(home: Path, model: str | None = None, datasets: str | None = None) -> int:
+    from bench_assets.rf100vl import scoring
+    from bench_assets.rf100vl.evaluation import current_predictions_meta, predictions_path
+    from bench_assets.rf100vl.store import load_record
+    from bench_assets.rf100vl.verify import ANNOTATIONS_FILE
+
+    wanted = {d for d in (datasets or "").split(",") if d}
+    records = sorted((home / "eval").glob("*/*/*.score.json")) if (home / "eval").exists() else []
+    checked, drifted = 0, []
+    for path in records:
+        rec = json.loads(path.read_text())
+        if (model and rec["model"] != model) or (wanted and rec["dataset"] not in wanted):
+            continue
+        meta = current_predictions_meta(home, rec["model"], rec["dataset"])
+        if meta is None or meta["fingerprint"] != rec["inputs"]["predictions_fingerprint"]:
+            continue  # a score of superseded predictions
+        dataset_dir = load_record(home / "datasets", rec["dataset"], rec["dataset_version"]).path
+        gt_file = dataset_dir / "test" / ANNOTATIONS_FILE
+        pred_file = predictions_path(home, rec["model"], rec["dataset"], meta["fingerprint"])
+        ref = scoring.score(scoring.load_json_any(gt_file), scoring.load_json_any(pred_file),
+                            backend="reference", max_det=rec["inputs"]["max_det"])
+        diffs = {m: (rec["metrics"][m], v) for m, v in ref.metrics.items()
+                 if (v is None) != (rec["metrics"][m] is None)
+                 or (v is not None and abs(v - rec["metrics"][m]) > TOLERANCE)}
+        checked += 1
+        status = "ok" if not diffs else f"DIFFERS {diffs}"
+        print(f"{rec['model']:12s} {rec['dataset']:28s} mAP50-95 recorded {rec['metrics']['mAP50_95']:.6f} "
+              f"reference {ref.metrics['mAP50_95']:.6f}  {status}")
+        if diffs:
+            drifted.append(f"{rec['model']}/{rec['dataset']}")
+    print(f"rescored {checked} partition(s) with the reference backend; {len(drifted)} differ by more than "
+          f"{TOLERANCE:g}")
+    if drifted:
+        print(f"bench rescore: scores differ for {', '.join(drifted)}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,102 @@
+"""`rf100vl/checkpoint` [dataset x model]: fine-tune in a Pipes child on a leased lane."""
+
+from pathlib import Path
+
+import dagster as dg
+
+from bench_assets.rf100vl.dataset_assets import dataset
+from bench_assets.rf100vl.launcher import log_tail, run_child
+from bench_assets.rf100vl.models import model_recipe
+from bench_assets.rf100vl.partitions import dataset_model_partitions, on_dataset, split_key
+from bench_assets.rf100vl.plots import png_markdown, training_curves
+from bench_assets.rf100vl.recipes import RecipeError
+from bench_assets.rf100vl.specs import TrainSpec
+from bench_assets.rf100vl.store import load_record
+from bench_assets.rf100vl.training import TrainingFailed, TrainRequest, read_result, train_partition
+from resources.bench_home import BenchHome
+from resources.gpu_lanes import GpuLanes
+
+TRAIN_CHILD = "bench_assets.rf100vl.child.train"
+
+
+class CheckpointConfig(dg.Config):
+    recipe: str = ""  # override the model's registered recipe ("default", "smoke" or a path)
+    force: bool = False  # retrain even when a finished run with this signature exists
+    timeout_minutes: float = 24 * 60.0
+    fault_oom_at_step: int = -1  # fault injection: the child raises CUDA OOM at this step (tests, demos)
+    fault_oom_only_above_batch: int = 0
+    fault_sleep_per_step_s: float = 0.0
+
+
+def checkpoint_metadata(stats: dict, epochs: list[dict], skipped: bool, tried: list[str]) -> dict:
+    title = f"{stats['model']} on {stats['dataset']} ({stats['run_variant']})"
+    meta = {
+        "run_signature": dg.MetadataValue.text(stats["run_signature"]),
+        "recipe_sha256": dg.MetadataValue.text(stats["recipe"]["sha256"]),
+        "recipe_conformant": dg.MetadataValue.bool(stats["recipe"]["conformant"]),
+        "best_epoch": dg.MetadataValue.int(stats["best_epoch"] or 0),
+        "valid_mAP50_95": dg.MetadataValue.float(float(stats["valid_mAP50_95"] or 0.0)),
+        "valid_mAP50": dg.MetadataValue.float(float(stats["valid_mAP50"] or 0.0)),
+        "epochs": dg.MetadataValue.int(stats["epochs_done"]),
+        "wall_minutes": dg.MetadataValue.float(round(stats["wall_seconds"] / 60, 2)),
+        "batch": dg.MetadataValue.json(stats["batch"]),
+        "run_variant": dg.MetadataValue.text(stats["run_variant"]),
+        "variants_tried": dg.MetadataValue.json(tried),
+        "resumed": dg.MetadataValue.bool(bool(stats["resumed"])),
+        "reused_finished_run": dg.MetadataValue.bool(skipped),
+        "best_checkpoint": dg.MetadataValue.path(stats["best_checkpoint"]),
+        "best_checkpoint_sha256": dg.MetadataValue.text(stats["best_checkpoint_sha256"]),
+    }
+    if not stats["recipe"]["conformant"]:
+        meta["NON_CONFORMANT_RECIPE"] = dg.MetadataValue.json(stats["recipe"]["nonconformities"])
+    if epochs:
+        meta["curves"] = dg.MetadataValue.md(png_markdown(training_curves(epochs, title, stats["best_epoch"]),
+                                                           "loss and valid mAP per epoch"))
+    return meta
+
+
+@dg.asset(key=["rf100vl", "checkpoint"], group_name="rf100vl", partitions_def=dataset_model_partitions,
+          ins={"dataset": dg.AssetIn(key=dataset.key, partition_mapping=on_dataset, dagster_type=dg.Nothing)},
+          pool="gpu", kinds={"pytorch", "libreyolo"},
+          description="Fine-tuned LibreYOLO weights: best epoch on valid mAP50-95 (runs/<model>/<dataset>/<sig>/).")
+def checkpoint(context: dg.AssetExecutionContext, config: CheckpointConfig, home: BenchHome,
+               lanes: GpuLanes) -> dg.MaterializeResult:
+    ds_name, model_key = split_key(context)
+    record = load_record(home.datasets_dir, ds_name)
+    if record is None:
+        raise dg.Failure(f"dataset {ds_name!r} has no stored version; materialize rf100vl/dataset first")
+    try:
+        model, recipe = model_recipe(home.path, model_key, config.recipe)
+    except (RecipeError, ValueError) as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
+    if not recipe.recipe.conformant:
+        context.log.warning(f"recipe {recipe.path} is NOT protocol-conformant: {recipe.recipe.nonconformities()}")
+    fault = {}
+    if config.fault_oom_at_step >= 0:
+        fault["oom_at_step"] = config.fault_oom_at_step
+        fault["oom_only_if_physical_batch_above"] = config.fault_oom_only_above_batch or None
+    if config.fault_sleep_per_step_s:
+        fault["sleep_per_step_s"] = config.fault_sleep_per_step_s
+
+    with lanes.lease(holder=f"{context.run_id}:{context.partition_key}") as lane:
+        context.log.info(f"lane {lane.index}: device {lane.device}, CUDA_VISIBLE_DEVICES="
+                         f"{lane.cuda_visible_devices!r}, {lane.threads} thread(s)")
+        req = TrainRequest(model=model, recipe=recipe, dataset=record, runs_dir=home.path / "runs",
+                           device=lane.device, timeout_s=config.timeout_minutes * 60, force=config.force,
+                           fault=fault)
+
+        def launch(spec_path: Path, run_dir: Path, spec: TrainSpec):  # noqa: ANN202
+            outcome = run_child(context, TRAIN_CHILD, spec_path, env=lane.child_env(), timeout_s=req.timeout_s,
+                                log_path=run_dir / "child.log", extras={"run_dir": str(run_dir)})
+            if outcome.returncode not in (0, 86):
+                context.log.error(f"child exited {outcome.returncode}; last lines:\n{log_tail(run_dir / 'child.log')}")
+            return outcome
+
+        try:
+            out = train_partition(req, launch, log=context.log.info)
+        except TrainingFailed as exc:
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
+    result = read_result(out.run_dir)
+    epochs = [e.model_dump() for e in result.epochs] if result else []
+    return dg.MaterializeResult(metadata=checkpoint_metadata(out.stats, epochs, out.skipped, out.variants_tried),
+                                data_version=dg.DataVersion(out.stats["best_checkpoint_sha256"][:16]))

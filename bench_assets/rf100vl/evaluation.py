@@ -1,0 +1,73 @@
+"""Fingerprints and files of predictions and scores (pure; no Dagster, no torch).
+
+Every result carries the hash of everything that defined it. An unchanged fingerprint means the
+stored file is the answer and nothing is recomputed; anything that changes (weights, test images,
+thresholds, the scoring code) gives a new file beside the old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from bench_assets.rf100vl.lock import sha256_file
+
+CONF = 0.001
+NMS_IOU = 0.65
+MAX_DET = 500
+SPLIT = "test"
+_SCORING_CODE = Path(__file__).with_name("scoring.py")
+
+
+def fingerprint(inputs: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def eval_dir(home: Path, model_key: str, dataset: str) -> Path:
+    return home / "eval" / model_key / dataset
+
+
+def prediction_inputs(stats: dict[str, Any], lock: dict[str, Any], imgsz: int) -> dict[str, Any]:
+    return {
+        "kind": "predictions", "dataset": stats["dataset"], "dataset_version": lock["version"],
+        "model": stats["model"], "split": SPLIT,
+        "image_ids_sha256": lock["splits"][SPLIT]["image_ids_sha256"],
+        "weights_sha256": stats["best_checkpoint_sha256"], "recipe_sha256": stats["recipe"]["sha256"],
+        "run_signature": stats["run_signature"], "conf": CONF, "iou": NMS_IOU, "max_det": MAX_DET, "imgsz": imgsz,
+    }
+
+
+def predictions_path(home: Path, model_key: str, dataset: str, fp: str) -> Path:
+    return eval_dir(home, model_key, dataset) / f"{fp[:16]}.predictions.json.gz"
+
+
+def scoring_code_sha256() -> str:
+    return sha256_file(_SCORING_CODE)
+
+
+def score_inputs(pred_meta: dict[str, Any], predictions_file: Path, gt_file: Path) -> dict[str, Any]:
+    return {
+        "kind": "scores", "predictions_fingerprint": pred_meta["fingerprint"],
+        "predictions_sha256": sha256_file(predictions_file), "gt_sha256": sha256_file(gt_file),
+        "max_det": MAX_DET, "scoring_code_sha256": scoring_code_sha256(),
+    }
+
+
+def score_path(home: Path, model_key: str, dataset: str, fp: str) -> Path:
+    return eval_dir(home, model_key, dataset) / f"{fp[:16]}.score.json"
+
+
+def current_predictions_pointer(home: Path, model_key: str, dataset: str) -> Path:
+    """Names the fingerprint of the predictions the partition's latest materialization produced."""
+    return eval_dir(home, model_key, dataset) / "CURRENT.predictions"
+
+
+def current_predictions_meta(home: Path, model_key: str, dataset: str) -> dict[str, Any] | None:
+    pointer = current_predictions_pointer(home, model_key, dataset)
+    if not pointer.exists():
+        return None
+    fp = pointer.read_text().strip()
+    meta = eval_dir(home, model_key, dataset) / f"{fp[:16]}.predictions.meta.json"
+    return json.loads(meta.read_text())

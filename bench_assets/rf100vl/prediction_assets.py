@@ -1,0 +1,95 @@
+"""`rf100vl/predictions` [dataset x model]: the best checkpoint on `test`, saved as gzip COCO detections."""
+
+import json
+
+import dagster as dg
+
+from bench_assets.fsutil import atomic_write_json, atomic_write_text
+from bench_assets.rf100vl.checkpoint_assets import checkpoint
+from bench_assets.rf100vl.evaluation import (
+    CONF,
+    MAX_DET,
+    NMS_IOU,
+    SPLIT,
+    fingerprint,
+    prediction_inputs,
+    predictions_path,
+)
+from bench_assets.rf100vl.launcher import log_tail, run_child
+from bench_assets.rf100vl.lock import sha256_file
+from bench_assets.rf100vl.partitions import dataset_model_partitions, split_key
+from bench_assets.rf100vl.specs import PredictResult, PredictSpec
+from bench_assets.rf100vl.store import load_record
+from bench_assets.rf100vl.training import current_run
+from resources.bench_home import BenchHome
+from resources.gpu_lanes import GpuLanes
+
+PREDICT_CHILD = "bench_assets.rf100vl.child.predict"
+
+
+class PredictionsConfig(dg.Config):
+    timeout_minutes: float = 120.0
+    force: bool = False
+
+
+@dg.asset(key=["rf100vl", "predictions"], group_name="rf100vl", partitions_def=dataset_model_partitions,
+          deps=[checkpoint], pool="gpu", kinds={"pytorch", "coco"},
+          description="Test-split detections of the best checkpoint (conf 0.001, NMS IoU 0.65, max 500/image).")
+def predictions(context: dg.AssetExecutionContext, config: PredictionsConfig, home: BenchHome,
+                lanes: GpuLanes) -> dg.MaterializeResult:
+    ds_name, model_key = split_key(context)
+    run = current_run(home.path / "runs", model_key, ds_name)
+    record = load_record(home.datasets_dir, ds_name)
+    if run is None or record is None:
+        raise dg.Failure(f"{model_key}/{ds_name}: no finished training run (materialize rf100vl/checkpoint first)")
+    run_dir, stats = run
+    if stats["dataset_version"] != record.version:
+        raise dg.Failure(f"{model_key}/{ds_name}: the checkpoint was trained on dataset version "
+                         f"{stats['dataset_version']} but the current version is {record.version}; retrain")
+    weights = stats["best_checkpoint"]
+    try:
+        actual = sha256_file(weights)
+    except OSError as exc:
+        raise dg.Failure(f"{model_key}/{ds_name}: best checkpoint {weights} is unreadable ({exc}); retrain "
+                         "with force=true") from None
+    if actual != stats["best_checkpoint_sha256"]:
+        raise dg.Failure(f"{model_key}/{ds_name}: best checkpoint {weights} does not match its recorded SHA-256 "
+                         "(corrupt or replaced); retrain with force=true")
+    imgsz = stats["signature_fields"]["imgsz"]
+    inputs = prediction_inputs(stats, record.lock, imgsz)
+    fp = fingerprint(inputs)
+    out = predictions_path(home.path, model_key, ds_name, fp)
+    meta_path = out.with_name(out.name.replace(".predictions.json.gz", ".predictions.meta.json"))
+    if out.exists() and meta_path.exists() and not config.force:
+        context.log.info(f"predictions {fp[:16]} already exist for these inputs; not recomputed")
+        result = PredictResult.model_validate(json.loads(meta_path.read_text())["result"])
+    else:
+        spec = PredictSpec(family=stats["family"], size=stats["variant"], num_classes=stats["data"]["num_classes"],
+                           class_names=stats["data"]["names"], weights=weights, dataset_dir=str(record.path),
+                           split=SPLIT, imgsz=imgsz, conf=CONF, iou=NMS_IOU, max_det=MAX_DET, out_path=str(out))
+        with lanes.lease(holder=f"{context.run_id}:{context.partition_key}:predict") as lane:
+            spec = spec.model_copy(update={"device": lane.device})
+            spec_path = out.with_name(f"{fp[:16]}.predict_spec.json")
+            atomic_write_json(spec_path, spec.model_dump())
+            outcome = run_child(context, PREDICT_CHILD, spec_path, env=lane.child_env(),
+                                timeout_s=config.timeout_minutes * 60, log_path=out.with_name(f"{fp[:16]}.predict.log"))
+        result_path = out.with_name(out.name.replace(".json.gz", ".result.json"))
+        if outcome.timed_out or outcome.returncode != 0 or not result_path.exists():
+            raise dg.Failure(f"{model_key}/{ds_name}: prediction failed (exit {outcome.returncode}, timed out "
+                             f"{outcome.timed_out}):\n{log_tail(out.with_name(f'{fp[:16]}.predict.log'))}")
+        result = PredictResult.model_validate_json(result_path.read_text())
+        atomic_write_json(meta_path, {"fingerprint": fp, "inputs": inputs, "result": result.model_dump(),
+                                      "predictions_sha256": sha256_file(out), "run_dir": str(run_dir)})
+    atomic_write_text(current_predictions_pointer(home.path, model_key, ds_name), fp + "\n")
+    return dg.MaterializeResult(
+        metadata={
+            "fingerprint": dg.MetadataValue.text(fp),
+            "path": dg.MetadataValue.path(str(out)),
+            "images": dg.MetadataValue.int(result.images),
+            "detections": dg.MetadataValue.int(result.detections),
+            "weights_sha256": dg.MetadataValue.text(stats["best_checkpoint_sha256"]),
+            "image_ids_sha256": dg.MetadataValue.text(inputs["image_ids_sha256"]),
+            "protocol": dg.MetadataValue.json({"split": SPLIT, "conf": CONF, "iou": NMS_IOU, "max_det": MAX_DET}),
+        },
+        data_version=dg.DataVersion(fp[:16]),
+    )

@@ -1,0 +1,129 @@
+"""Training recipes: one JSON file per model family under `recipes/rf100vl/`, validated here.
+
+A recipe is conformant when its protocol block is exactly the RF100-VL fully supervised protocol
+(REFERENCE.md section 2). Conformance is computed, never declared: a smoke recipe is simply one whose
+protocol differs (fewer epochs, a smaller image size), and it shows as non-conformant everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from resources.paths import REPO_ROOT
+
+RECIPES_DIR = REPO_ROOT / "recipes" / "rf100vl"
+PROTOCOL_VERSION = "rf100vl-fs-v1"
+# The protocol's fixed values; a recipe that differs from any of these is not conformant.
+PROTOCOL = {"version": PROTOCOL_VERSION, "epochs": 100, "effective_batch": 16,
+            "selection_metric": "valid_mAP50_95", "eval_interval": 1, "patience": 0, "ema": True, "seed": 0}
+
+
+class RecipeError(ValueError):
+    pass
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Protocol(_Strict):
+    version: str
+    epochs: int = Field(gt=0)
+    effective_batch: int = Field(gt=0)
+    selection_metric: Literal["valid_mAP50_95"]
+    eval_interval: int = Field(gt=0)
+    patience: int = Field(ge=0)
+    ema: bool
+    seed: int = Field(ge=0)
+    precision: Literal["fp32", "bf16", "fp16"]
+    cuda_graph: bool = False
+    cache: Literal[False, "ram", "disk"] = False
+
+
+class SizeRecipe(_Strict):
+    imgsz: int = Field(gt=0, multiple_of=32)
+    lr0: float = Field(gt=0, lt=1)
+    physical_batch: int = Field(gt=0)
+    fallback_physical_batch: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _fallback_smaller(self) -> SizeRecipe:
+        if self.fallback_physical_batch >= self.physical_batch:
+            raise ValueError("fallback_physical_batch must be smaller than physical_batch")
+        return self
+
+
+class DenseFallback(_Strict):
+    max_annotations_per_image_threshold: int = Field(gt=0)
+    physical_batch: int = Field(gt=0)
+
+
+class Source(_Strict):
+    repository: str
+    commit: str
+    license: str
+
+
+class Recipe(_Strict):
+    family: str
+    protocol: Protocol
+    sizes: dict[str, SizeRecipe]
+    train: dict[str, float | int | str | bool | None] = {}
+    dense_oom_fallback: DenseFallback
+    source: Source
+
+    @model_validator(mode="after")
+    def _batches_divide(self) -> Recipe:
+        eff = self.protocol.effective_batch
+        for size, s in self.sizes.items():
+            for b in (s.physical_batch, s.fallback_physical_batch):
+                if eff % b:
+                    raise ValueError(f"sizes.{size}: physical batch {b} does not divide effective_batch {eff}")
+        if eff % self.dense_oom_fallback.physical_batch:
+            raise ValueError("dense_oom_fallback.physical_batch must divide effective_batch")
+        return self
+
+    @property
+    def conformant(self) -> bool:
+        return not self.nonconformities()
+
+    def nonconformities(self) -> list[str]:
+        got = self.protocol.model_dump()
+        return [f"protocol.{k} is {got[k]!r}, the protocol requires {v!r}" for k, v in PROTOCOL.items() if got[k] != v]
+
+    def size(self, size: str, path: Path | str = "recipe") -> SizeRecipe:
+        if size not in self.sizes:
+            raise RecipeError(f"{path}: no size {size!r} in sizes (has {', '.join(sorted(self.sizes))}); add it")
+        return self.sizes[size]
+
+
+class LoadedRecipe(_Strict):
+    path: str
+    sha256: str
+    recipe: Recipe
+
+
+def recipe_path(family: str, variant: str = "default") -> Path:
+    """`default` -> recipes/rf100vl/<family>.json; `smoke` -> recipes/rf100vl/smoke/<family>.json;
+    anything ending in .json is a path."""
+    if variant.endswith(".json"):
+        return Path(variant).expanduser().resolve()
+    if variant == "default":
+        return RECIPES_DIR / f"{family}.json"
+    return RECIPES_DIR / variant / f"{family}.json"
+
+
+def load_recipe(path: Path) -> LoadedRecipe:
+    if not path.is_file():
+        raise RecipeError(f"{path}: recipe file not found; recipes live in {RECIPES_DIR}")
+    raw = path.read_bytes()
+    try:
+        recipe = Recipe.model_validate_json(raw)
+    except ValidationError as exc:
+        lines = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise RecipeError(f"{path}: invalid recipe:\n  " + "\n  ".join(lines)) from None
+    return LoadedRecipe(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), recipe=recipe)

@@ -1,0 +1,86 @@
+"""`rf100vl/scores` [dataset x model]: COCO AP at maxDets 500 from the saved predictions only."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from bench_assets.fsutil import atomic_write_json
+from bench_assets.rf100vl.evaluation import (
+    MAX_DET,
+    SPLIT,
+    current_predictions_meta,
+    fingerprint,
+    score_inputs,
+    score_path,
+)
+from bench_assets.rf100vl.partitions import dataset_model_partitions, split_key
+from bench_assets.rf100vl.prediction_assets import predictions
+from bench_assets.rf100vl.store import load_record
+from bench_assets.rf100vl.verify import ANNOTATIONS_FILE
+from resources.bench_home import BenchHome
+
+
+class ScoresConfig(dg.Config):
+    force: bool = False
+
+
+def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dict,
+                   force: bool = False) -> tuple[dict, bool]:
+    """(score record, recomputed?) for one partition, from the saved predictions file only."""
+    from bench_assets.rf100vl import scoring
+    from bench_assets.rf100vl.evaluation import predictions_path
+
+    record = load_record(home_path / "datasets", ds_name)
+    gt_file = record.path / SPLIT / ANNOTATIONS_FILE
+    pred_file = predictions_path(home_path, model_key, ds_name, pred_meta["fingerprint"])
+    inputs = score_inputs(pred_meta, pred_file, gt_file)
+    fp = fingerprint(inputs)
+    out = score_path(home_path, model_key, ds_name, fp)
+    if out.exists() and not force:
+        return json.loads(out.read_text()), False
+    gt = scoring.load_json_any(gt_file)
+    dets = scoring.load_json_any(pred_file)
+    both = scoring.score_both(gt, dets, max_det=MAX_DET, source=str(pred_file))
+    rec = {
+        "fingerprint": fp, "inputs": inputs, "dataset": ds_name, "model": model_key,
+        "dataset_version": record.version, "split": SPLIT,
+        "metrics": both.headline.metrics, "backend": both.headline.backend,
+        "reference_metrics": both.reference.metrics, "parity": both.audit.to_dict(),
+        "num_images": both.headline.num_images, "num_gt": both.headline.num_gt, "num_dets": both.headline.num_dets,
+        "seconds": {"fast": both.headline.seconds, "reference": both.reference.seconds},
+        "prediction_inputs": pred_meta["inputs"],
+    }
+    atomic_write_json(out, rec)
+    return rec, True
+
+
+@dg.asset(key=["rf100vl", "scores"], group_name="rf100vl", partitions_def=dataset_model_partitions,
+          deps=[predictions], kinds={"coco"},
+          description="13 COCO metrics at maxDets 500 (faster-coco-eval headline, pycocotools parity audit).")
+def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchHome) -> dg.MaterializeResult:
+    from bench_assets.rf100vl import scoring
+
+    ds_name, model_key = split_key(context)
+    meta = current_predictions_meta(home.path, model_key, ds_name)
+    if meta is None:
+        raise dg.Failure(f"{model_key}/{ds_name}: no saved predictions (materialize rf100vl/predictions first)")
+    try:
+        rec, recomputed = compute_scores(home.path, model_key, ds_name, meta, config.force)
+    except (scoring.PredictionsInvalid, scoring.GroundTruthInvalid, scoring.ScoreUndefined,
+            scoring.InputUnreadable) as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
+    m = rec["metrics"]
+    if rec["parity"]["differing"]:
+        context.log.error(f"fast and reference backends disagree: {rec['parity']}")
+    meta_out = {k: dg.MetadataValue.float(float(v)) for k, v in m.items() if v is not None}
+    meta_out.update({
+        "fingerprint": dg.MetadataValue.text(rec["fingerprint"]),
+        "headline_backend": dg.MetadataValue.text(rec["backend"]),
+        "parity": dg.MetadataValue.json(rec["parity"]),
+        "recomputed": dg.MetadataValue.bool(recomputed),
+        "undefined_metrics": dg.MetadataValue.json([k for k, v in m.items() if v is None]),
+        "images": dg.MetadataValue.int(rec["num_images"]),
+        "detections": dg.MetadataValue.int(rec["num_dets"]),
+    })
+    return dg.MaterializeResult(metadata=meta_out, data_version=dg.DataVersion(rec["fingerprint"][:16]))

@@ -1,0 +1,41 @@
+"""The GPU execution resource: which lanes exist and a lease on one of them for a step."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+
+from bench_assets.lanes import Lane, lease_lane, plan_lanes
+from resources.paths import bench_home_path
+
+
+class GpuLanes(dg.ConfigurableResource):
+    """Lanes = GPUs x jobs_per_gpu, or `cpu_lanes` CPU lanes when no GPU is listed.
+
+    Defaults come from the environment (BENCH_GPUS, BENCH_JOBS_PER_GPU, BENCH_CPU_LANES,
+    BENCH_THREADS_PER_LANE) so `bench` and the UI see the same lanes; the `gpu` pool limit is set to
+    the lane count by `bench`.
+    """
+
+    gpus: str = ""
+    jobs_per_gpu: int = 0
+    cpu_lanes: int = 0
+    threads_per_lane: int = 0
+    lease_timeout_s: float = 6 * 3600.0
+
+    def lanes(self) -> list[Lane]:
+        env = os.environ
+        gpus = self.gpus or env.get("BENCH_GPUS", "")
+        return plan_lanes([g.strip() for g in gpus.split(",") if g.strip()],
+                          self.jobs_per_gpu or int(env.get("BENCH_JOBS_PER_GPU", "1")),
+                          self.cpu_lanes or int(env.get("BENCH_CPU_LANES", "1")),
+                          self.threads_per_lane or int(env.get("BENCH_THREADS_PER_LANE", "1")))
+
+    @contextmanager
+    def lease(self, holder: str) -> Iterator[Lane]:
+        with lease_lane(self.lanes(), Path(bench_home_path()) / "lanes", holder, self.lease_timeout_s) as lane:
+            yield lane
