@@ -1,0 +1,761 @@
+"""Score saved detections against canonical COCO ground truth: a pure function of two JSON documents.
+
+No Dagster, no torch, no model: `score(gt, dets, backend=..., max_det=500)` reads the ground truth
+(a canonical `_annotations.coco.json` as a dict) and the detections a prediction child wrote (a COCO
+results list), and returns the 13 `METRICS`. The COCO libraries are imported inside the functions,
+so `import scoring` costs only numpy.
+
+Two backends, one reading of their output:
+- `"reference"`: stock `pycocotools.cocoeval.COCOeval` (the results go through stock `COCO.loadRes`);
+- `"fast"`: faster-coco-eval's C++ matcher and accumulator (the core of `COCOeval_faster`), fed
+  directly from the validated arrays instead of through its Python COCO layers (`_run_fast`); a test
+  holds its accumulated arrays bit-identical to the library's own `COCOeval_faster` route. The
+  ground-truth side can be built once and reused across calls (`PreparedGT`).
+
+The two libraries differ in one documented way: stock precision is tp / (tp + fp + eps) with
+eps = np.spacing(1), faster-coco-eval's tp / (tp + fp). They differ only where tp + fp == 1, i.e.
+a category's top-ranked detection is a hit: 1 - 2^-52 (stock) vs 1.0 (fast); that value survives
+interpolation only when the next-ranked detection is a miss. Summary metrics are then equal to
+~1e-16 (often bit-identical); `parity` counts both.
+
+Neither library's `summarize()` is used. Stock `summarize()` hard-codes maxDets=100 for the AP
+lines (with maxDets=[1,10,500] the headline is -1; with [1,10,100,500] everything is silently read
+at 100), and faster-coco-eval's layout shifts with `len(maxDets)`. Both backends instead run with
+`params.maxDets = sorted({1, 10, 100, max_det})` and the metrics are read from the accumulated arrays
+`eval["precision"]` [T,R,K,A,M] and `eval["recall"]` [T,K,A,M]: AP at `max_det` is the mean of the
+entries > -1 of `precision[:, :, :, area, index(max_det)]` (AP50/AP75: the IoU row 0.50/0.75; size
+buckets: area index 1/2/3 = small/medium/large as COCOeval sizes them, from the GT `area`), AR_k the
+same over `recall[..., index(k)]`. -1 ("no ground truth in this bucket") is excluded from every mean;
+a metric whose entries are all -1 is undefined and reported as None (never -1). The headline
+mAP50_95 must be defined: `ScoreUndefined` otherwise (ground truth without boxes).
+
+The maxDets cap of COCOeval applies per image per category; the platform's protocol is stricter:
+at most `max_det` detections per image in total (`validate_predictions` rejects more), so the cap
+never truncates a valid file.
+
+Ground truth with annotation id 0 is rejected (`GroundTruthInvalid`): both backends use the id as
+the match marker where 0 means "unmatched", so such a box could never count as found. Canonical
+datasets are renumbered from 1 by `verify.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from operator import itemgetter
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+Backend = Literal["fast", "reference"]
+BACKENDS: tuple[str, ...] = ("fast", "reference")
+
+METRICS: tuple[str, ...] = (
+    "mAP50_95",
+    "mAP50",
+    "mAP75",
+    "mAP_small",
+    "mAP_medium",
+    "mAP_large",
+    "AR1",
+    "AR10",
+    "AR100",
+    "AR_small",
+    "AR_medium",
+    "AR_large",
+    "AR_max_det",
+)
+HEADLINE = "mAP50_95"
+DEFAULT_MAX_DET = 500
+_EXAMPLES = 5
+_REQUIRED_DET_KEYS = frozenset({"image_id", "category_id", "bbox", "score"})
+_NUMBER = (int, float)
+
+
+class PredictionsInvalid(ValueError):
+    """The detections file breaks the protocol; `problems` lists each finding (what, where, fix)."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"{source}: invalid predictions ({len(problems)} problem(s)):\n{lines}")
+
+
+class GroundTruthInvalid(ValueError):
+    """The ground-truth document cannot be scored against; `problems` lists each finding."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"{source}: invalid ground truth ({len(problems)} problem(s)):\n{lines}")
+
+
+class ScoreUndefined(ValueError):
+    """The headline metric has no defined value (no ground-truth box to score against)."""
+
+
+class InputUnreadable(ValueError):
+    """A JSON input could not be read (bad gzip stream, bad JSON)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    metrics: dict[str, float | None]
+    backend: str
+    max_det: int
+    num_images: int
+    num_gt: int
+    num_dets: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def headline(self) -> float:
+        value = self.metrics[HEADLINE]
+        assert value is not None  # score() raises ScoreUndefined before building such a result
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ParityAudit:
+    identical: int  # metrics with bit-identical values (or both undefined)
+    total: int
+    max_abs_deviation: float  # over metrics defined in both results
+    differing: list[str]  # metrics differing by more than tol, or defined in only one result
+    tol: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.differing
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BothResult:
+    headline: ScoreResult  # the fast backend: what gets reported
+    reference: ScoreResult
+    audit: ParityAudit
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_json_any(path: str | Path) -> Any:
+    """Parse a `.json` or `.json.gz` file (gzip is recognised by its magic bytes, whatever the name)."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:
+            raise InputUnreadable(f"{path}: not a readable gzip stream ({e}); rewrite the file") from e
+    elif path.name.endswith(".gz"):
+        raise InputUnreadable(f"{path}: named .gz but not gzip-compressed; compress it or drop the .gz suffix")
+    try:
+        return _loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputUnreadable(f"{path}: not valid JSON ({e})") from e
+
+
+def _loads(raw: bytes) -> Any:
+    """orjson when installed (a dependency of dagster-dbt; ~2x faster on detection lists), else json. Any
+    document orjson refuses goes to json, which accepts NaN/Infinity tokens (validation then names the
+    field) or raises the error message we report."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson ships with the pinned environment
+        return json.loads(raw)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+
+def _fmt_examples(items: Sequence[Any]) -> str:
+    shown = ", ".join(str(x) for x in items[:_EXAMPLES])
+    more = f" (+{len(items) - _EXAMPLES} more)" if len(items) > _EXAMPLES else ""
+    return f"{shown}{more}"
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) in _NUMBER  # bool, str, None are not numbers here
+
+
+def _bbox_array(boxes: list[Any]) -> tuple[np.ndarray, list[int]]:
+    """(n, 4) float array of the boxes (NaN rows where malformed) and the indices of malformed boxes."""
+    n = len(boxes)
+    if set(map(type, boxes)) <= {list} and set(map(len, boxes)) <= {4} and (
+        {type(v) for b in boxes for v in b} <= set(_NUMBER)
+    ):
+        arr = np.asarray(boxes, dtype=np.float64).reshape(n, 4)
+        return arr, []
+    arr = np.full((n, 4), np.nan)
+    bad = []
+    for i, b in enumerate(boxes):
+        if type(b) in (list, tuple) and len(b) == 4 and all(type(v) in _NUMBER for v in b):
+            arr[i] = b
+        else:
+            bad.append(i)
+    return arr, bad
+
+
+def _bad_ids(values: list[Any], known: set[int]) -> list[int]:
+    """Indices of values that are not integers in `known` (bool, float, str ids are wrong even if equal)."""
+    if set(map(type, values)) <= {int} and set(values) <= known:
+        return []
+    return [i for i, v in enumerate(values) if type(v) is not int or v not in known]
+
+
+def _check_max_det(max_det: Any) -> None:
+    if type(max_det) is not int or max_det < 1:
+        raise ValueError(f"max_det must be a positive integer, got {max_det!r}")
+
+
+def _gt_index(gt: dict[str, Any]) -> tuple[set[int], set[int]]:
+    images = gt.get("images")
+    cats = gt.get("categories")
+    image_ids = {i.get("id") for i in images if isinstance(i, dict)} if isinstance(images, list) else set()
+    cat_ids = {c.get("id") for c in cats if isinstance(c, dict)} if isinstance(cats, list) else set()
+    return image_ids, cat_ids
+
+
+@dataclass(frozen=True)
+class _DetArrays:
+    """Validated detections as arrays, in file order."""
+
+    image_id: np.ndarray  # int64 [n]
+    category_id: np.ndarray  # int64 [n]
+    score: np.ndarray  # float64 [n]
+    bbox: np.ndarray  # float64 [n, 4] xywh
+
+    @classmethod
+    def empty(cls) -> _DetArrays:
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 4)))
+
+
+def validate_predictions(gt: dict[str, Any], dets: list[dict[str, Any]], max_det: int, *,
+                         source: str = "predictions") -> list[dict[str, Any]]:
+    """Check a COCO detections list against the ground truth and the protocol; return it unchanged.
+
+    Raises `PredictionsInvalid` listing every problem (count, first examples by list index, fix):
+    not a list of objects, missing keys, image ids or category ids absent from the ground truth,
+    non-numeric / NaN / inf / out-of-[0, 1] scores, malformed boxes (not 4 finite numbers) or
+    negative width/height, more than `max_det` detections on one image. Zero-size boxes are valid
+    (they never match). An empty list is valid (every AP is 0).
+    """
+    image_ids, cat_ids = _gt_index(gt)
+    _check_predictions(image_ids, cat_ids, dets, max_det, source)
+    return dets
+
+
+def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_det: int, source: str
+                       ) -> _DetArrays:
+    _check_max_det(max_det)
+    if not isinstance(dets, list):
+        raise PredictionsInvalid(source, [
+            f"top level is a JSON {type(dets).__name__}, not an array of detections; fix: write a COCO results "
+            "list [{image_id, category_id, bbox: [x, y, w, h], score}, ...]"])
+    if not dets:
+        return _DetArrays.empty()
+    problems: list[str] = []
+    if not set(map(type, dets)) <= {dict}:
+        not_obj = [i for i, d in enumerate(dets) if type(d) is not dict]
+        raise PredictionsInvalid(source, [
+            f"{len(not_obj)} of {len(dets)} entries are not JSON objects (indices {_fmt_examples(not_obj)}); "
+            "fix: each detection is {image_id, category_id, bbox, score}"])
+    try:
+        img = list(map(itemgetter("image_id"), dets))
+        cat = list(map(itemgetter("category_id"), dets))
+        scores = list(map(itemgetter("score"), dets))
+        boxes = list(map(itemgetter("bbox"), dets))
+    except KeyError:
+        incomplete = [i for i, d in enumerate(dets) if not _REQUIRED_DET_KEYS <= d.keys()]
+        examples = [f"[{i}] missing {sorted(_REQUIRED_DET_KEYS - dets[i].keys())}" for i in incomplete]
+        raise PredictionsInvalid(source, [
+            f"{len(incomplete)} of {len(dets)} detections lack required keys: {_fmt_examples(examples)}; "
+            "fix: every detection needs image_id, category_id, bbox and score"]) from None
+
+    bad_img = _bad_ids(img, image_ids)
+    if bad_img:
+        unknown = sorted({repr(img[i]) for i in bad_img})
+        problems.append(
+            f"image_id: {len(bad_img)} detections name {len(unknown)} image id(s) that are not integer ids of the "
+            f"ground truth's images: {_fmt_examples(unknown)} (first at indices {_fmt_examples(bad_img)}); fix: "
+            "predict on the ground truth's split and copy its images[].id")
+    bad_cat = _bad_ids(cat, cat_ids)
+    if bad_cat:
+        unknown = sorted({repr(cat[i]) for i in bad_cat})
+        problems.append(
+            f"category_id: {len(bad_cat)} detections name {len(unknown)} category id(s) absent from the ground "
+            f"truth's categories {sorted(cat_ids)}: {_fmt_examples(unknown)} (first at indices "
+            f"{_fmt_examples(bad_cat)}); fix: map model classes to the canonical (contiguous from 0) category ids")
+
+    score_arr = np.zeros(0)
+    if set(map(type, scores)) <= set(_NUMBER):
+        score_arr = np.asarray(scores, dtype=np.float64)
+        bad_mask = ~(np.isfinite(score_arr) & (score_arr >= 0.0) & (score_arr <= 1.0))
+        bad_score = np.flatnonzero(bad_mask).tolist()
+    else:
+        bad_score = [i for i, v in enumerate(scores)
+                     if not (_is_number(v) and math.isfinite(v) and 0.0 <= v <= 1.0)]
+    if bad_score:
+        examples = [f"[{i}] {scores[i]!r}" for i in bad_score]
+        problems.append(
+            f"score: {len(bad_score)} detections have a score that is not a finite number in [0, 1]: "
+            f"{_fmt_examples(examples)}; fix: write the post-sigmoid confidence as a JSON number in [0, 1]")
+
+    arr, malformed = _bbox_array(boxes)
+    nonfinite = np.flatnonzero(~np.isfinite(arr).all(axis=1)).tolist()
+    malformed = sorted(set(malformed) | set(nonfinite))
+    if malformed:
+        examples = [f"[{i}] {boxes[i]!r}" for i in malformed]
+        problems.append(
+            f"bbox: {len(malformed)} detections have a malformed box (not a list of 4 finite numbers): "
+            f"{_fmt_examples(examples)}; fix: write bbox as [x, y, width, height] in pixels")
+    with np.errstate(invalid="ignore"):
+        negative = np.flatnonzero((arr[:, 2] < 0) | (arr[:, 3] < 0)).tolist()
+    if negative:
+        examples = [f"[{i}] {boxes[i]!r}" for i in negative]
+        problems.append(
+            f"bbox: {len(negative)} detections have a negative width or height: {_fmt_examples(examples)}; "
+            "fix: bbox is [x, y, width, height] (COCO xywh), not [x1, y1, x2, y2]")
+
+    per_image = Counter(img)
+    over = sorted(((n, i) for i, n in per_image.items() if n > max_det), key=lambda t: (-t[0], repr(t[1])))
+    if over:
+        examples = [f"image {i}: {n}" for n, i in over]
+        problems.append(
+            f"the file violates the protocol: {len(over)} image(s) carry more than max_det={max_det} detections "
+            f"(most first: {_fmt_examples(examples)}); fix: keep at most the {max_det} highest-scoring "
+            "detections per image (all classes together) when writing predictions")
+    if problems:
+        raise PredictionsInvalid(source, problems)
+    return _DetArrays(np.asarray(img, dtype=np.int64), np.asarray(cat, dtype=np.int64), score_arr, arr)
+
+
+def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str, Any]:
+    """Check a COCO ground-truth document for what scoring relies on; return it unchanged.
+
+    Raises `GroundTruthInvalid` for: missing images/categories/annotations lists, non-integer or
+    duplicate image/category ids, annotation ids that are not integers >= 1 (id 0 is the backends'
+    "unmatched" marker) or are duplicated, annotations naming unknown images/categories, malformed
+    boxes, missing or non-finite `area` (COCOeval sizes boxes by it), iscrowd other than 0/1.
+    """
+    if not isinstance(gt, dict):
+        raise GroundTruthInvalid(source, [f"top level is a JSON {type(gt).__name__}, not a COCO object"])
+    problems: list[str] = []
+    for key in ("images", "categories", "annotations"):
+        if not isinstance(gt.get(key), list):
+            problems.append(f"{key}: missing or not a list; fix: use the canonical _annotations.coco.json")
+    if problems:
+        raise GroundTruthInvalid(source, problems)
+    images, cats, anns = gt["images"], gt["categories"], gt["annotations"]
+    for key, items in (("images", images), ("categories", cats)):
+        ids = [x.get("id") if isinstance(x, dict) else None for x in items]
+        bad = [repr(v) for v in ids if type(v) is not int]
+        if bad:
+            problems.append(f"{key}[].id: {len(bad)} ids are not integers: {_fmt_examples(bad)}")
+        dup = sorted(v for v, n in Counter(v for v in ids if type(v) is int).items() if n > 1)
+        if dup:
+            problems.append(f"{key}[].id: duplicated ids {_fmt_examples(dup)}")
+    if not images:
+        problems.append("images: empty; nothing to score")
+    if problems:
+        raise GroundTruthInvalid(source, problems)
+    if not all(type(a) is dict for a in anns):
+        raise GroundTruthInvalid(source, ["annotations: every entry must be a JSON object"])
+    image_ids, cat_ids = _gt_index(gt)
+    ann_ids = [a.get("id") for a in anns]
+    zero = [i for i, v in enumerate(ann_ids) if v == 0 and type(v) is int]
+    if zero:
+        problems.append(
+            f"annotations[].id: {len(zero)} annotation(s) have id 0 (indices {_fmt_examples(zero)}); both COCO "
+            "backends use the id as the match marker where 0 means 'unmatched', so such a box could never be "
+            "found; fix: renumber annotation ids from 1 (bench's dataset verification does this)")
+    bad_ids = [repr(v) for v in ann_ids if type(v) is not int or v < 0]
+    if bad_ids:
+        problems.append(f"annotations[].id: {len(bad_ids)} ids are not non-negative integers: {_fmt_examples(bad_ids)}")
+    dup = sorted(v for v, n in Counter(v for v in ann_ids if type(v) is int).items() if n > 1)
+    if dup:
+        problems.append(f"annotations[].id: {len(dup)} duplicated ids: {_fmt_examples(dup)}; fix: renumber from 1")
+    bad_img = [a.get("id") for a in anns if type(a.get("image_id")) is not int or a.get("image_id") not in image_ids]
+    if bad_img:
+        problems.append(f"annotations[].image_id: {len(bad_img)} annotations name unknown images "
+                        f"(annotation ids {_fmt_examples(bad_img)})")
+    bad_cat = [a.get("id") for a in anns
+               if type(a.get("category_id")) is not int or a.get("category_id") not in cat_ids]
+    if bad_cat:
+        problems.append(f"annotations[].category_id: {len(bad_cat)} annotations name unknown categories "
+                        f"(annotation ids {_fmt_examples(bad_cat)})")
+    arr, malformed = _bbox_array([a.get("bbox") for a in anns])
+    with np.errstate(invalid="ignore"):
+        bad_box = ~np.isfinite(arr).all(axis=1) | (arr[:, 2] < 0) | (arr[:, 3] < 0)
+    bad_box_ids = sorted({anns[i].get("id") for i in malformed} | {anns[i].get("id") for i in np.flatnonzero(bad_box)},
+                         key=repr)
+    if bad_box_ids:
+        problems.append(f"annotations[].bbox: {len(bad_box_ids)} boxes are not [x, y, w, h] with finite numbers and "
+                        f"w, h >= 0 (annotation ids {_fmt_examples(bad_box_ids)})")
+    bad_area = [a.get("id") for a in anns
+                if not (_is_number(a.get("area")) and math.isfinite(a["area"]) and a["area"] >= 0)]
+    if bad_area:
+        problems.append(f"annotations[].area: {len(bad_area)} annotations lack a finite area >= 0 (annotation ids "
+                        f"{_fmt_examples(bad_area)}); COCOeval sizes boxes by area; fix: area = bbox w * h")
+    bad_crowd = [a.get("id") for a in anns if a.get("iscrowd", 0) not in (0, 1) or type(a.get("iscrowd", 0)) is not int]
+    if bad_crowd:
+        problems.append(f"annotations[].iscrowd: {len(bad_crowd)} annotations have iscrowd other than 0/1 "
+                        f"(annotation ids {_fmt_examples(bad_crowd)})")
+    if problems:
+        raise GroundTruthInvalid(source, problems)
+    return gt
+
+
+# ---------------------------------------------------------------------------------------------
+# Backends
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Swallow the libraries' progress prints (not thread-safe: redirects the process's sys.stdout)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def _max_dets(max_det: int) -> list[int]:
+    return sorted({1, 10, 100, max_det})
+
+
+def _gt_dataset(gt: dict[str, Any]) -> dict[str, Any]:
+    """A copy the libraries may mutate (both write `ignore` into GT annotations) without touching `gt`."""
+    return {
+        "images": [dict(i) for i in gt["images"]],
+        "categories": [dict(c) for c in gt["categories"]],
+        "annotations": [dict(a) for a in gt["annotations"]],
+    }
+
+
+@dataclass
+class _FastGT:
+    """The ground truth as faster-coco-eval's C++ evaluator reads it, built once per split."""
+
+    dataset: Any  # faster_eval_api_cpp.Dataset of {id, area, iscrowd, ignore} per (image, category)
+    boxes: dict[tuple[int, int], np.ndarray]  # (image_id, category_id) -> [g, 4] xywh, file order
+    crowd: dict[tuple[int, int], list[int]]
+
+
+@dataclass
+class PreparedGT:
+    """Ground truth validated once (and indexed once for the fast backend); reusable across `score`
+    calls on the same split. Nothing here is modified by scoring."""
+
+    gt: dict[str, Any]
+    image_ids: list[int]  # sorted
+    cat_ids: list[int]  # sorted
+    num_gt: int
+    _fast: _FastGT | None = None
+
+    @classmethod
+    def build(cls, gt: dict[str, Any], *, validate: bool = True, source: str = "ground truth") -> PreparedGT:
+        if validate:
+            validate_gt(gt, source=source)
+        return cls(gt=gt, image_ids=sorted(i["id"] for i in gt["images"]),
+                   cat_ids=sorted(c["id"] for c in gt["categories"]), num_gt=len(gt["annotations"]))
+
+    def fast(self) -> _FastGT:
+        if self._fast is None:
+            import faster_coco_eval.faster_eval_api_cpp as _C
+
+            dataset = _C.Dataset()
+            groups: dict[tuple[int, int], list[int]] = {}
+            anns = self.gt["annotations"]
+            for n, a in enumerate(anns):  # file order within each (image, category), as both libraries keep it
+                crowd = bool(a.get("iscrowd", 0))
+                key = (a["image_id"], a["category_id"])
+                # both libraries: ignore = iscrowd (a dataset's own "ignore" flag is overridden)
+                dataset.append_ref(key[0], key[1], {"id": a["id"], "area": a["area"], "iscrowd": crowd,
+                                                    "ignore": crowd})
+                groups.setdefault(key, []).append(n)
+            all_boxes = np.asarray([a["bbox"] for a in anns], dtype=np.float64).reshape(len(anns), 4)
+            self._fast = _FastGT(
+                dataset=dataset,
+                boxes={k: all_boxes[v] for k, v in groups.items()},
+                crowd={k: [int(bool(anns[i].get("iscrowd", 0))) for i in v] for k, v in groups.items()},
+            )
+        return self._fast
+
+
+def _run_fast(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, max_det: int,
+              seconds: dict[str, float]) -> tuple[dict[str, Any], Any]:
+    """faster-coco-eval's C++ matcher and accumulator, fed directly.
+
+    What `COCOeval_faster.evaluate()` does for bbox, without its Python layers (COCO indexes,
+    `getAnnIds`/`loadAnns`, per-pair dict lists): per (image, category), detections sorted by score
+    descending (stable, file order on ties: np.lexsort is stable like the libraries' sorts), cut at
+    maxDets[-1], IoU against the ground truth in file order with the libraries' own `mask.iou`; the
+    C++ dataset holds only the fields its parser reads (id, score, area, iscrowd, ignore). Detection
+    ids are 1..n in file order and area = w * h, as `COCO.loadRes` assigns them.
+    """
+    import faster_coco_eval.faster_eval_api_cpp as _C
+    from faster_coco_eval.core import mask as mask_utils
+    from faster_coco_eval.core.cocoeval import Params
+
+    t0 = time.perf_counter()
+    fast_gt = prepared.fast()
+    p = Params(iouType="bbox")
+    p.imgIds = list(prepared.image_ids)
+    p.catIds = list(prepared.cat_ids)
+    p.maxDets = _max_dets(max_det)
+    cut = p.maxDets[-1]
+    n_cat = len(p.catIds)
+    img_pos = np.searchsorted(np.asarray(p.imgIds, dtype=np.int64), arrays.image_id)
+    cat_pos = np.searchsorted(np.asarray(p.catIds, dtype=np.int64), arrays.category_id)
+    order = np.lexsort((-arrays.score, cat_pos, img_pos))
+    key = img_pos[order] * n_cat + cat_pos[order]
+    dt_dataset = _C.Dataset()
+    area = arrays.bbox[:, 2] * arrays.bbox[:, 3]
+    for i, img, cat, sc, ar in zip(order.tolist(), arrays.image_id[order].tolist(),
+                                   arrays.category_id[order].tolist(), arrays.score[order].tolist(),
+                                   area[order].tolist(), strict=True):
+        dt_dataset.append_ref(img, cat, {"id": i + 1, "score": sc, "area": ar})
+    t1 = time.perf_counter()
+
+    ious: list[list[Any]] = [[[] for _ in range(n_cat)] for _ in p.imgIds]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], key.size] if key.size else np.zeros(0, np.int64)
+    for s0, e0, k in zip(starts.tolist(), ends.tolist(), key[starts].tolist(), strict=True):
+        pair = (p.imgIds[k // n_cat], p.catIds[k % n_cat])
+        gt_boxes = fast_gt.boxes.get(pair)
+        if gt_boxes is None:
+            continue
+        rows = order[s0:min(e0, s0 + cut)]
+        ious[k // n_cat][k % n_cat] = mask_utils.iou(arrays.bbox[rows], gt_boxes, fast_gt.crowd[pair])
+    evals = _C.COCOevalEvaluateImages(p.areaRng, cut, p.iouThrs, ious, fast_gt.dataset, dt_dataset, p.imgIds,
+                                      p.catIds, True)
+    t2 = time.perf_counter()
+    accumulated = _C.COCOevalAccumulate(p, evals)
+    t3 = time.perf_counter()
+    seconds.update(load=t1 - t0, evaluate=t2 - t1, accumulate=t3 - t2)
+    return accumulated, p
+
+
+def _dt_annotations(dets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `COCO.loadRes` makes of bbox results (id from 1 in file order, area = w*h, iscrowd 0), minus
+    the rectangle polygon it adds as `segmentation`, which bbox evaluation never reads."""
+    out = []
+    for n, d in enumerate(dets, start=1):
+        b = d["bbox"]
+        out.append({"id": n, "image_id": d["image_id"], "category_id": d["category_id"], "bbox": b,
+                    "score": d["score"], "area": b[2] * b[3], "iscrowd": 0})
+    return out
+
+
+def _run_fast_coco(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, max_det: int,
+                   seconds: dict[str, float]) -> tuple[dict[str, Any], Any]:
+    """The stock `COCOeval_faster` route (COCO objects, its own evaluate/accumulate): kept to check that
+    `_run_fast` feeds the C++ core exactly as the library does (tests) and to show what its Python
+    layers cost (benchmark). Not a public backend."""
+    from faster_coco_eval import COCO, COCOeval_faster
+
+    t0 = time.perf_counter()
+    with _quiet():
+        coco_gt = COCO(_gt_dataset(prepared.gt))
+        coco_dt = COCO()
+        coco_dt.dataset = {"images": coco_gt.dataset["images"], "categories": coco_gt.dataset["categories"],
+                           "annotations": _dt_annotations(dets)}
+        coco_dt.createIndex()
+        ev = COCOeval_faster(coco_gt, coco_dt, iouType="bbox", print_function=_silent, separate_eval=True)
+        ev.params.maxDets = _max_dets(max_det)
+        t1 = time.perf_counter()
+        ev.evaluate()
+        t2 = time.perf_counter()
+        ev.accumulate()
+        t3 = time.perf_counter()
+    seconds.update(load=t1 - t0, evaluate=t2 - t1, accumulate=t3 - t2)
+    return ev.eval, ev.params
+
+
+def _run_reference(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, max_det: int,
+                   seconds: dict[str, float]) -> tuple[dict[str, Any], Any]:
+    """Stock pycocotools: COCO index, `loadRes`, `COCOeval.evaluate()`, `accumulate()`."""
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    t0 = time.perf_counter()
+    with _quiet():
+        coco_gt = COCO()
+        coco_gt.dataset = _gt_dataset(prepared.gt)
+        coco_gt.createIndex()
+        if dets:
+            # stock loadRes on copies: it writes id/area/iscrowd/segmentation into each result
+            coco_dt = coco_gt.loadRes([dict(d) for d in dets])
+        else:  # stock loadRes cannot take an empty list (it reads anns[0])
+            coco_dt = COCO()
+            coco_dt.dataset = {"images": list(coco_gt.dataset["images"]),
+                               "categories": list(coco_gt.dataset["categories"]), "annotations": []}
+            coco_dt.createIndex()
+        ev = COCOeval(coco_gt, coco_dt, iouType="bbox")
+        ev.params.maxDets = _max_dets(max_det)
+        t1 = time.perf_counter()
+        ev.evaluate()
+        t2 = time.perf_counter()
+        ev.accumulate()
+        t3 = time.perf_counter()
+    seconds.update(load=t1 - t0, evaluate=t2 - t1, accumulate=t3 - t2)
+    return ev.eval, ev.params
+
+
+_RUNNERS = {"fast": _run_fast, "reference": _run_reference, "_fast_coco": _run_fast_coco}
+
+
+def _silent(*_args: Any, **_kwargs: Any) -> None:
+    return None
+
+
+def _mean_defined(a: np.ndarray) -> float | None:
+    """Mean over entries > -1, as COCOeval's summarize computes it; None when every entry is -1."""
+    v = a[a > -1]
+    return float(np.mean(v)) if v.size else None
+
+
+def read_metrics(accumulated: dict[str, Any], params: Any, max_det: int) -> dict[str, float | None]:
+    """The 13 metrics from a COCOeval's accumulated `eval` dict and its `params` (either library), at `max_det`."""
+    p = params
+    precision = np.asarray(accumulated["precision"])  # [T, R, K, A, M]
+    recall = np.asarray(accumulated["recall"])  # [T, K, A, M]
+    max_dets = list(p.maxDets)
+    iou = np.asarray(p.iouThrs, dtype=np.float64)
+    if precision.ndim != 5 or recall.ndim != 4 or precision.shape[-1] != len(max_dets):
+        raise RuntimeError(f"unexpected accumulated shapes: precision {precision.shape}, recall {recall.shape}, "
+                           f"maxDets {max_dets}")
+    t50 = int(np.flatnonzero(np.isclose(iou, 0.50))[0])
+    t75 = int(np.flatnonzero(np.isclose(iou, 0.75))[0])
+    labels = list(p.areaRngLbl)
+    a_all, a_s, a_m, a_l = (labels.index(x) for x in ("all", "small", "medium", "large"))
+    m = max_dets.index(max_det)
+
+    def ap(area: int, t: int | None = None) -> float | None:
+        s = precision[:, :, :, area, m] if t is None else precision[t, :, :, area, m]
+        return _mean_defined(s)
+
+    def ar(area: int, mi: int) -> float | None:
+        return _mean_defined(recall[:, :, area, mi])
+
+    return {
+        "mAP50_95": ap(a_all),
+        "mAP50": ap(a_all, t50),
+        "mAP75": ap(a_all, t75),
+        "mAP_small": ap(a_s),
+        "mAP_medium": ap(a_m),
+        "mAP_large": ap(a_l),
+        "AR1": ar(a_all, max_dets.index(1)),
+        "AR10": ar(a_all, max_dets.index(10)),
+        "AR100": ar(a_all, max_dets.index(100)),
+        "AR_small": ar(a_s, m),
+        "AR_medium": ar(a_m, m),
+        "AR_large": ar(a_l, m),
+        "AR_max_det": ar(a_all, m),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def score(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], *, backend: Backend,
+          max_det: int = DEFAULT_MAX_DET, source: str = "predictions") -> ScoreResult:
+    """Score `dets` (a COCO results list) against `gt` (a COCO dict, or a `PreparedGT` to reuse its
+    validation and fast index) with one backend, at `max_det` detections per image.
+
+    Neither argument is modified. Raises `GroundTruthInvalid` / `PredictionsInvalid` for inputs that
+    cannot be scored, `ScoreUndefined` when the headline is undefined. `seconds` holds validate
+    (both inputs, as arrays), load (the backend's GT/DT objects), evaluate, accumulate, summarize
+    (reading the 13 metrics) and total.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    return _score(gt, dets, backend, max_det, source)
+
+
+def _score(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], backend: str, max_det: int,
+           source: str) -> ScoreResult:
+    _check_max_det(max_det)
+    t0 = time.perf_counter()
+    prepared = gt if isinstance(gt, PreparedGT) else PreparedGT.build(gt)
+    arrays = _check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, max_det, source)
+    seconds = {"validate": time.perf_counter() - t0}
+    return _evaluate(prepared, dets, arrays, backend, max_det, seconds)
+
+
+def _evaluate(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, backend: str, max_det: int,
+              seconds: dict[str, float]) -> ScoreResult:
+    accumulated, params = _RUNNERS[backend](prepared, dets, arrays, max_det, seconds)
+    t1 = time.perf_counter()
+    metrics = read_metrics(accumulated, params, max_det)
+    seconds["summarize"] = time.perf_counter() - t1
+    seconds["total"] = sum(seconds[k] for k in ("validate", "load", "evaluate", "accumulate", "summarize"))
+    if metrics[HEADLINE] is None:
+        raise ScoreUndefined(
+            f"{HEADLINE} is undefined: the ground truth has no box in any category "
+            f"({len(prepared.image_ids)} images, {prepared.num_gt} annotations); nothing to score against")
+    return ScoreResult(metrics=metrics, backend=backend, max_det=max_det, num_images=len(prepared.image_ids),
+                       num_gt=prepared.num_gt, num_dets=len(dets), seconds=seconds)
+
+
+def parity(a: ScoreResult, b: ScoreResult, tol: float = 1e-6) -> ParityAudit:
+    """Compare two results metric by metric: bit-identical count, max |a - b|, metrics off by more than tol."""
+    identical = 0
+    max_dev = 0.0
+    differing = []
+    for name in METRICS:
+        x, y = a.metrics.get(name), b.metrics.get(name)
+        if x is None or y is None:
+            if x is None and y is None:
+                identical += 1
+            else:
+                differing.append(name)
+            continue
+        if x == y:
+            identical += 1
+        dev = abs(x - y)
+        max_dev = max(max_dev, dev)
+        if not dev <= tol:
+            differing.append(name)
+    return ParityAudit(identical=identical, total=len(METRICS), max_abs_deviation=max_dev, differing=differing,
+                       tol=tol)
+
+
+def score_both(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], *, max_det: int = DEFAULT_MAX_DET,
+               tol: float = 1e-6, source: str = "predictions") -> BothResult:
+    """Score with both backends (validating once; both results report that time): the fast result is
+    the headline, the reference result and their parity audit travel with it."""
+    _check_max_det(max_det)
+    t0 = time.perf_counter()
+    prepared = gt if isinstance(gt, PreparedGT) else PreparedGT.build(gt)
+    arrays = _check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, max_det, source)
+    validate_s = time.perf_counter() - t0
+    fast = _evaluate(prepared, dets, arrays, "fast", max_det, {"validate": validate_s})
+    ref = _evaluate(prepared, dets, arrays, "reference", max_det, {"validate": validate_s})
+    return BothResult(headline=fast, reference=ref, audit=parity(fast, ref, tol))
