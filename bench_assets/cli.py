@@ -51,7 +51,12 @@ def _materialize_datasets(instance, names: list[str], run_config: dict | None = 
     return failed
 
 
+DEMO_MODEL = "yolo9-t"
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
+    """The mini suite end to end: datasets, then yolo9-t with the (non-conformant) smoke recipe,
+    trained, used to predict `test`, and scored."""
     from bench_assets.instance import execute, open_instance, register_partitions
     from bench_assets.rf100vl.catalog import suite_members
     from bench_assets.rf100vl.sources import SourceSpec, register
@@ -66,8 +71,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     failed = _materialize_datasets(instance, names)
     code = code or _load_warehouse(instance)
     _print_datasets(home, as_json=False)
+    if not args.datasets_only:
+        code = run_campaign("rf100vl_campaign_job", DEMO_MODEL, suite="mini", recipe="smoke",
+                            lanes=args.lanes) or code
+        _print_scores(home)
     print(f"\nBENCH_HOME={home}\nwarehouse: {home / 'warehouse.duckdb'}\nsee it in the UI: make ui")
     return 1 if failed or code else 0
+
+
+def _print_scores(home: Path) -> None:
+    from bench_assets.report.warehouse import read_table
+
+    rows = read_table(home / "warehouse.duckdb",
+                      "SELECT s.model, s.dataset, s.mAP50_95, s.mAP50, s.AR_max_det, s.backend, r.valid_mAP50_95, "
+                      "r.best_epoch, r.recipe_conformant, round(r.wall_seconds) AS train_s FROM scores s "
+                      "JOIN runs r USING (run_signature) WHERE s.is_current ORDER BY s.dataset")
+    print("\nmodel     dataset       test mAP50-95  mAP50   AR@500  valid mAP50-95  best epoch  train s  conformant")
+    for r in rows:
+        print(f"{r['model']:9s} {r['dataset']:13s} {r['mAP50_95']:13.4f}  {r['mAP50']:.4f}  {r['AR_max_det']:.4f}  "
+              f"{r['valid_mAP50_95'] or 0:14.4f}  {r['best_epoch'] or 0:10d}  {r['train_s']:7.0f}  "
+              f"{'yes' if r['recipe_conformant'] else 'NO (smoke recipe)'}")
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -204,27 +227,29 @@ def _register_for_campaign(instance, home: Path, model: str, recipe: str, suite:
     return [n for n in names if n not in failed]
 
 
-def _campaign(args: argparse.Namespace, job: str) -> int:
+def run_campaign(job: str, model: str, *, suite: str | None = None, datasets: str | None = None,
+                 recipe: str = "default", lanes: int = 0, force: bool = False) -> int:
+    """Register, then run `job` for every (dataset, model) partition longest first on the lanes."""
     from bench_assets.campaign import longest_first, run_partitions
     from bench_assets.instance import open_instance
     from bench_assets.lanes import lanes_from_env
     from bench_assets.rf100vl.recipes import RecipeError
 
-    if not (args.suite or args.datasets):
+    if not (suite or datasets):
         return _fail("pass --suite S or --datasets A,B", 2)
     home = bench_home_path()
-    if args.lanes:
-        os.environ["BENCH_CPU_LANES"] = str(args.lanes)
+    if lanes:
+        os.environ["BENCH_CPU_LANES"] = str(lanes)
     instance = open_instance(home)
     try:
-        names = _register_for_campaign(instance, home, args.model, args.recipe, args.suite, args.datasets)
+        names = _register_for_campaign(instance, home, model, recipe, suite, datasets)
     except (RecipeError, ValueError, KeyError) as exc:
         return _fail(str(exc), 2)
-    runs = longest_first(home, args.model, names)
-    config = {"ops": {"rf100vl__checkpoint": {"config": {"force": True}}}} if args.force else None
-    lanes = len(lanes_from_env())
-    print(f"{job}: {len(runs)} partitions of {args.model}, longest first, on {lanes} lane(s)")
-    finished = run_partitions(runs, job, lanes=lanes, run_config=config)
+    runs = longest_first(home, model, names)
+    config = {"ops": {"rf100vl__checkpoint": {"config": {"force": True}}}} if force else None
+    n_lanes = len(lanes_from_env())
+    print(f"{job}: {len(runs)} partitions of {model}, longest first, on {n_lanes} lane(s)")
+    finished = run_partitions(runs, job, lanes=n_lanes, run_config=config)
     failed = [f for f in finished if f.returncode != 0]
     code = _load_warehouse(instance)
     for f in sorted(finished, key=lambda f: f.run.dataset):
@@ -232,6 +257,11 @@ def _campaign(args: argparse.Namespace, job: str) -> int:
     if failed:
         print(f"bench: {len(failed)} partition(s) failed: {', '.join(f.run.key for f in failed)}", file=sys.stderr)
     return 1 if failed or code else 0
+
+
+def _campaign(args: argparse.Namespace, job: str) -> int:
+    return run_campaign(job, args.model, suite=args.suite, datasets=args.datasets, recipe=args.recipe,
+                        lanes=args.lanes, force=args.force)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -266,7 +296,10 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="materialize the embedded mini suite end to end").set_defaults(fn=cmd_demo)
+    demo = sub.add_parser("demo", help="the embedded mini suite end to end: datasets, training, scores")
+    demo.add_argument("--datasets-only", action="store_true", help="stop after the datasets")
+    demo.add_argument("--lanes", type=int, default=2, help="CPU lanes for training (default 2)")
+    demo.set_defaults(fn=cmd_demo)
     ds = sub.add_parser("datasets", help="import, register and list datasets").add_subparsers(
         dest="datasets_command", required=True)
     imp = ds.add_parser("import", help="import a Roboflow-layout folder or a tar of one")

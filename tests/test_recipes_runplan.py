@@ -102,9 +102,9 @@ def test_run_state(tmp_path: Path) -> None:
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "last.pt").write_bytes(b"x")
     assert run_state(tmp_path, sig) == "resumable"
-    (tmp_path / "status.json").write_text(json.dumps({"signature": sig, "state": "oom"}))
+    (tmp_path / "bench_status.json").write_text(json.dumps({"signature": sig, "state": "oom"}))
     assert run_state(tmp_path, sig) == "oom"
-    (tmp_path / "status.json").write_text(json.dumps({"signature": sig, "state": "running"}))
+    (tmp_path / "bench_status.json").write_text(json.dumps({"signature": sig, "state": "running"}))
     assert run_state(tmp_path, sig) == "resumable"  # a step that died mid-run
     best = tmp_path / "weights" / "best.pt"
     best.write_bytes(b"best")
@@ -112,10 +112,10 @@ def test_run_state(tmp_path: Path) -> None:
 
     (tmp_path / "stats.json").write_text(json.dumps({"run_signature": sig, "best_checkpoint": str(best),
                                                      "best_checkpoint_sha256": hashlib.sha256(b"best").hexdigest()}))
-    (tmp_path / "status.json").write_text(json.dumps({"signature": sig, "state": "done"}))
+    (tmp_path / "bench_status.json").write_text(json.dumps({"signature": sig, "state": "done"}))
     assert run_state(tmp_path, sig) == "done"
     best.write_bytes(b"tampered")
-    assert run_state(tmp_path, sig) == "resumable"  # done is only believed when the checkpoint matches
-    (tmp_path / "status.json").write_text(json.dumps({"signature": "other", "state": "done"}))
+    assert run_state(tmp_path, sig) == "corrupt"  # done is only believed when the checkpoint matches
+    (tmp_path / "bench_status.json").write_text(json.dumps({"signature": "other", "state": "done"}))
     with pytest.raises(ValueError, match="signature"):
         run_state(tmp_path, sig)

@@ -20,13 +20,15 @@ campaign_job = dg.define_asset_job(
     description="Train, predict and score one dataset x model partition (resumable; finished steps are reused).")
 train_job = dg.define_asset_job("rf100vl_train_job", selection=dg.AssetSelection.assets(checkpoint),
                                 description="Fine-tune one dataset x model partition on a leased lane.")
+eval_job = dg.define_asset_job("rf100vl_eval_job", selection=dg.AssetSelection.assets(predictions, scores),
+                               description="Predict test with the finished checkpoint and score it (no training).")
 rescore_job = dg.define_asset_job("rf100vl_rescore_job", selection=dg.AssetSelection.assets(scores),
                                   description="Recompute scores from saved predictions, without retraining.")
 
 defs = dg.Definitions(
     assets=[catalog, dataset, checkpoint, predictions, scores],
     asset_checks=[*catalog_checks, *dataset_checks],
-    jobs=[dataset_job, catalog_job, train_job, campaign_job, rescore_job],
+    jobs=[dataset_job, catalog_job, train_job, campaign_job, eval_job, rescore_job],
     sensors=[inbox_sensor],
     resources={"lanes": GpuLanes()},
 )

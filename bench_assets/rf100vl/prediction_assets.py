@@ -6,11 +6,13 @@ import dagster as dg
 
 from bench_assets.fsutil import atomic_write_json, atomic_write_text
 from bench_assets.rf100vl.checkpoint_assets import checkpoint
+from bench_assets.rf100vl.child.predict import result_path as predict_result_path
 from bench_assets.rf100vl.evaluation import (
     CONF,
     MAX_DET,
     NMS_IOU,
     SPLIT,
+    current_predictions_pointer,
     fingerprint,
     prediction_inputs,
     predictions_path,
@@ -73,7 +75,7 @@ def predictions(context: dg.AssetExecutionContext, config: PredictionsConfig, ho
             atomic_write_json(spec_path, spec.model_dump())
             outcome = run_child(context, PREDICT_CHILD, spec_path, env=lane.child_env(),
                                 timeout_s=config.timeout_minutes * 60, log_path=out.with_name(f"{fp[:16]}.predict.log"))
-        result_path = out.with_name(out.name.replace(".json.gz", ".result.json"))
+        result_path = predict_result_path(out)
         if outcome.timed_out or outcome.returncode != 0 or not result_path.exists():
             raise dg.Failure(f"{model_key}/{ds_name}: prediction failed (exit {outcome.returncode}, timed out "
                              f"{outcome.timed_out}):\n{log_tail(out.with_name(f'{fp[:16]}.predict.log'))}")

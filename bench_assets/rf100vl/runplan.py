@@ -87,8 +87,8 @@ def run_signature(fields: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-RunState = Literal["new", "resumable", "done", "oom"]
-STATUS_FILE = "status.json"
+RunState = Literal["new", "resumable", "done", "oom", "corrupt"]
+STATUS_FILE = "bench_status.json"  # LibreYOLO writes its own status.json in the run dir
 STATS_FILE = "stats.json"
 
 
@@ -118,6 +118,7 @@ def run_state(run_dir: Path, signature: str) -> RunState:
             if (stats.get("run_signature") == signature and best.is_file()
                     and sha256_file(best) == stats.get("best_checkpoint_sha256")):
                 return "done"
+            return "corrupt"  # finished once, but its checkpoint is gone or changed: never trust it
         return "resumable" if (run_dir / "weights" / "last.pt").exists() else "new"
     if state == "oom":
         return "oom"  # this variant cannot fit: the caller moves on to the fallback

@@ -165,6 +165,12 @@ def train_partition(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec],
             log(f"{variant.name} (batch {variant.physical_batch}) ran out of memory before; trying the fallback")
             tried.append(variant.name)
             continue
+        if state == "corrupt":
+            aside = run_dir.with_name(f"{run_dir.name}.corrupt-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}")
+            run_dir.rename(aside)
+            log(f"finished run {signature[:16]} has a missing or changed best checkpoint; moved it to {aside.name} "
+                "and training afresh")
+            run_dir.mkdir(parents=True)
         resume = state == "resumable" and not req.force
         spec = spec.model_copy(update={"resume": resume})
         atomic_write_json(run_dir / SPEC_FILE, spec.model_dump())

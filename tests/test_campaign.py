@@ -1,0 +1,207 @@
+"""Training, predictions and scores on a real instance with real LibreYOLO children (tiny CPU runs).
+
+One module-scoped BENCH_HOME: mini-tiny trained 2 epochs at 128 px with a test recipe, then the
+resume, fallback, timeout and bad-input paths on top of it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from bench_assets.rf100vl.recipes import RECIPES_DIR
+from tests.conftest import BENCH, REPO
+
+pytestmark = pytest.mark.slow
+CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def _recipe(tmp: Path, name: str, **protocol) -> Path:  # noqa: ANN003
+    doc = json.loads((RECIPES_DIR / "yolo9.json").read_text())
+    doc["protocol"].update({"epochs": 2, "precision": "fp32", "cuda_graph": False, "cache": False, **protocol})
+    doc["sizes"]["t"] = {"imgsz": 128, "lr0": 0.01, "physical_batch": 8, "fallback_physical_batch": 4}
+    doc["train"] = {"workers": 0, "no_aug_epochs": 1}
+    path = tmp / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    h = tmp_path_factory.mktemp("campaign") / "bench"
+    os.environ.update({"BENCH_HOME": str(h), "DAGSTER_HOME": str(h / "dagster"), **CHILD_ENV})
+    return h
+
+
+@pytest.fixture(scope="module")
+def inst(home: Path):  # noqa: ANN201
+    from bench_assets.instance import execute, open_instance, register_model_partition, register_partitions
+    from bench_assets.rf100vl.sources import SourceSpec, register
+
+    instance = open_instance(home)
+    for name in ("mini-tiny", "mini-shapes"):
+        register(home / "sources", name, SourceSpec(kind="mini", suites=["mini"]))
+        register_partitions(instance, [name])
+        assert execute(instance, "rf100vl_dataset_job", partition_key=name).success
+    register_model_partition(instance, "yolo9-t")
+    yield instance
+    instance.dispose()
+
+
+def _key(ds: str) -> dg.MultiPartitionKey:
+    return dg.MultiPartitionKey({"dataset": ds, "model": "yolo9-t"})
+
+
+def _run(inst, job: str, ds: str, **checkpoint_cfg):  # noqa: ANN001, ANN003, ANN202
+    from bench_assets.instance import execute
+
+    cfg = {"ops": {"rf100vl__checkpoint": {"config": checkpoint_cfg}}} if checkpoint_cfg else None
+    return execute(inst, job, partition_key=_key(ds), run_config=cfg)
+
+
+def _meta(inst, asset: str, ds: str) -> dict:  # noqa: ANN001
+    recs = inst.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(["rf100vl", asset]),
+                                                             asset_partitions=[str(_key(ds))]), limit=1).records
+    return {k: v.value for k, v in recs[0].asset_materialization.metadata.items()}
+
+
+def test_train_predict_score_then_reuse(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
+    recipe = _recipe(tmp_path_factory.mktemp("r"), "tiny")
+    from bench_assets.rf100vl.models import register_model
+
+    register_model(home, "yolo9-t", str(recipe))
+    out = _run(inst, "rf100vl_campaign_job", "mini-tiny")
+    assert out.success, out.errors
+    ck = _meta(inst, "checkpoint", "mini-tiny")
+    assert ck["epochs"] == 2 and ck["reused_finished_run"] is False and ck["run_variant"] == "standard"
+    assert ck["recipe_conformant"] is False and "NON_CONFORMANT_RECIPE" in ck
+    assert ck["curves"].startswith("![loss and valid mAP per epoch](data:image/png;base64,")
+    pred = _meta(inst, "predictions", "mini-tiny")
+    assert pred["protocol"] == {"split": "test", "conf": 0.001, "iou": 0.65, "max_det": 500}
+    sc = _meta(inst, "scores", "mini-tiny")
+    assert sc["headline_backend"] == "fast" and sc["parity"]["differing"] == []
+    assert 0.0 <= sc["mAP50_95"] <= 1.0
+
+    run_dir = next((home / "runs" / "yolo9-t" / "mini-tiny").glob("*/stats.json")).parent
+    stats = json.loads((run_dir / "stats.json").read_text())
+    for field in ("recipe", "run_signature", "best_epoch", "valid_mAP50", "valid_mAP50_95", "wall_seconds",
+                  "resumed", "batch", "data"):
+        assert field in stats
+    dets = json.loads(gzip.decompress(Path(pred["path"]).read_bytes()))
+    assert all(round(v, 2) == v for d in dets[:200] for v in d["bbox"])
+
+    again = _run(inst, "rf100vl_campaign_job", "mini-tiny")
+    assert again.success, again.errors
+    assert _meta(inst, "checkpoint", "mini-tiny")["reused_finished_run"] is True
+    assert _meta(inst, "scores", "mini-tiny")["recomputed"] is False
+
+    from bench_assets.instance import execute
+
+    assert execute(inst, "warehouse_job").success
+    con = duckdb.connect(str(home / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM runs WHERE dataset='mini-tiny'").fetchone() == (1,)
+    assert con.execute("SELECT count(*) FROM epochs WHERE dataset='mini-tiny'").fetchone() == (2,)
+    assert con.execute("SELECT count(*) FROM scores WHERE is_current").fetchone() == (1,)
+
+
+def test_oom_restarts_with_fallback_batch_and_keeps_effective_batch(inst, home: Path) -> None:  # noqa: ANN001
+    out = _run(inst, "rf100vl_train_job", "mini-shapes", fault_oom_at_step=1, fault_oom_only_above_batch=4)
+    assert out.success, out.errors
+    ck = _meta(inst, "checkpoint", "mini-shapes")
+    assert ck["variants_tried"] == ["standard", "oom_fallback"] and ck["run_variant"] == "oom_fallback"
+    assert ck["batch"] == {"physical": 4, "effective": 16, "accumulation": 4}
+    statuses = [json.loads(p.read_text())["state"]
+                for p in (home / "runs" / "yolo9-t" / "mini-shapes").glob("*/bench_status.json")]
+    assert sorted(statuses) == ["done", "oom"]  # the OOM run's files stay, under its own signature
+
+
+def test_kill_mid_training_then_resume(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
+    recipe = _recipe(tmp_path_factory.mktemp("r"), "resume", epochs=3)
+    from bench_assets.rf100vl.models import register_model
+
+    register_model(home, "yolo9-t", str(recipe))
+    cfg = json.dumps({"ops": {"rf100vl__checkpoint": {"config": {"fault_sleep_per_step_s": 0.6}}}})
+    env = {**os.environ}
+    proc = subprocess.Popen([*BENCH, "_exec", "rf100vl_train_job", "mini-tiny|yolo9-t", "--config", cfg], cwd=REPO,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    last = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = list((home / "runs" / "yolo9-t" / "mini-tiny").glob("*/weights/last.pt"))
+        fresh = [p for p in found if (p.parent.parent / "signature.json").exists()
+                 and json.loads((p.parent.parent / "signature.json").read_text())["epochs"] == 3]
+        if fresh:
+            last = fresh[0]
+            break
+        time.sleep(0.5)
+    assert last is not None, "no last.pt appeared"
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole tree: bench, the Dagster step, the child
+    proc.wait()
+    out = _run(inst, "rf100vl_train_job", "mini-tiny")
+    assert out.success, out.errors
+    stats = json.loads((last.parent.parent / "stats.json").read_text())
+    assert stats["resumed"] is True and stats["resumed_from_epoch"] >= 2 and stats["epochs_done"] == 3
+
+
+def test_timeout_kills_child_tree_and_fails_only_that_partition(inst, home: Path) -> None:  # noqa: ANN001
+    out = _run(inst, "rf100vl_train_job", "mini-shapes", force=True, timeout_minutes=0.05,
+               fault_sleep_per_step_s=2.0)
+    assert not out.success and any("timed out" in e for e in out.errors), out.errors
+    time.sleep(1)
+    leftovers = subprocess.run(["pgrep", "-f", "bench_assets.rf100vl.child.train"], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == ""
+    assert _run(inst, "rf100vl_campaign_job", "mini-tiny").success  # the other partition is untouched
+
+
+def test_bad_recipe_fails_its_partition_with_the_field(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
+    bad = tmp_path_factory.mktemp("r") / "bad.json"
+    doc = json.loads((RECIPES_DIR / "yolo9.json").read_text())
+    doc["protocol"]["epochz"] = 3
+    bad.write_text(json.dumps(doc))
+    out = _run(inst, "rf100vl_train_job", "mini-tiny", recipe=str(bad))
+    assert not out.success and any("protocol.epochz" in e for e in out.errors), out.errors
+
+
+def test_corrupt_predictions_fail_scoring_clearly(inst, home: Path) -> None:  # noqa: ANN001
+    from bench_assets.rf100vl.evaluation import current_predictions_meta, predictions_path
+
+    meta = current_predictions_meta(home, "yolo9-t", "mini-tiny")
+    path = predictions_path(home, "yolo9-t", "mini-tiny", meta["fingerprint"])
+    original = path.read_bytes()
+    dets = json.loads(gzip.decompress(original)) or [{"image_id": 0, "category_id": 0, "bbox": [1, 1, 2, 2],
+                                                      "score": 0.5}]
+    dets[0]["image_id"] = 987654
+    dets[-1]["score"] = float("nan")
+    path.write_bytes(gzip.compress(json.dumps(dets).encode()))
+    try:
+        from bench_assets.instance import execute
+
+        out = execute(inst, "rf100vl_rescore_job", partition_key=_key("mini-tiny"))
+        assert not out.success
+        text = " ".join(out.errors)
+        assert "987654" in text or "unknown image" in text, text
+    finally:
+        path.write_bytes(original)
+
+
+def test_corrupt_checkpoint_fails_predictions_then_retrains(inst, home: Path) -> None:  # noqa: ANN001
+    from bench_assets.rf100vl.training import current_run
+
+    run_dir, stats = current_run(home / "runs", "yolo9-t", "mini-tiny")
+    best = Path(stats["best_checkpoint"])
+    best.write_bytes(best.read_bytes()[:1000])  # a truncated checkpoint
+    out = _run(inst, "rf100vl_eval_job", "mini-tiny")
+    assert not out.success and any("does not match its recorded SHA-256" in e for e in out.errors), out.errors
+    again = _run(inst, "rf100vl_train_job", "mini-tiny")
+    assert again.success, again.errors
+    assert any(p.name.startswith(run_dir.name + ".corrupt-") for p in run_dir.parent.iterdir())
+    assert _run(inst, "rf100vl_eval_job", "mini-tiny").success
