@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socket
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -56,8 +57,50 @@ def open_instance(home: Path) -> dg.DagsterInstance:
         for pool, limit in pool_limits().items():
             if instance.event_log_storage.get_concurrency_info(pool).slot_count != limit:
                 instance.event_log_storage.set_concurrency_slots(pool, limit)
+        reconcile_stale_runs(instance)
         fcntl.flock(lock, fcntl.LOCK_UN)
     return instance
+
+
+PID_TAG = "bench/pid"
+HOST_TAG = "bench/host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reconcile_stale_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark failed the CLI runs whose process is gone (killed, power cut) and free their pool slots.
+
+    Without this a SIGKILLed `bench` run stays STARTED and keeps its `gpu` slot forever, so the next
+    run of the campaign waits on a lane nobody holds. (Runs launched from the UI are covered by the
+    daemon's run monitoring, enabled in dagster.yaml.)
+    """
+    import dagster as dg
+
+    host = socket.gethostname()
+    stale = []
+    records = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED,
+                                                              dg.DagsterRunStatus.STARTING]))
+    for rec in records:
+        tags = rec.dagster_run.tags
+        if tags.get(HOST_TAG) != host or not tags.get(PID_TAG, "").isdigit():
+            continue
+        if _alive(int(tags[PID_TAG])):
+            continue
+        run_id = rec.dagster_run.run_id
+        instance.report_run_failed(rec.dagster_run, f"process {tags[PID_TAG]} that ran it is gone (killed?); "
+                                                    "marked failed by bench so its pool slots are freed")
+        instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+        stale.append(run_id)
+    return stale
 
 
 @dataclass
@@ -89,10 +132,12 @@ def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str |
     from definitions import defs
 
     job = defs.resolve_job_def(job_name)
+    reconcile_stale_runs(instance)  # a killed earlier run must not keep the pool slot this run needs
     config = {"loggers": {"console": {"config": {"log_level": os.environ.get("BENCH_LOG_LEVEL", "INFO")}}},
               **(run_config or {})}
+    run_tags = {"bench/launched_by": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), **(tags or {})}
     result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=config,
-                                    raise_on_error=False, tags={"bench/launched_by": "cli", **(tags or {})})
+                                    raise_on_error=False, tags=run_tags)
     errors = _errors(result)
     # A failed check is a failure for the terminal too, blocking or not: loud beats silent.
     return RunOutcome(run_id=result.run_id, success=result.success and not errors, errors=errors)

@@ -83,7 +83,7 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointConfig, home
                          f"{lane.cuda_visible_devices!r}, {lane.threads} thread(s)")
         req = TrainRequest(model=model, recipe=recipe, dataset=record, runs_dir=home.path / "runs",
                            device=lane.device, timeout_s=config.timeout_minutes * 60, force=config.force,
-                           fault=fault)
+                           fault=fault, lane=lane.index)
 
         def launch(spec_path: Path, run_dir: Path, spec: TrainSpec):  # noqa: ANN202
             outcome = run_child(context, TRAIN_CHILD, spec_path, env=lane.child_env(), timeout_s=req.timeout_s,

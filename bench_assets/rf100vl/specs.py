@@ -84,6 +84,9 @@ class TrainResult(_Strict):
     accumulation: int
     message: str = ""
     epochs: list[EpochRecord] = []
+    peak_vram_allocated_mb: float | None = None  # CUDA only
+    peak_vram_reserved_mb: float | None = None
+    cuda_graph_captured: bool | None = None  # None when cuda_graph was not requested
 
 
 class PredictSpec(_Strict):

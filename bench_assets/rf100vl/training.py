@@ -67,6 +67,7 @@ class TrainRequest:
     force: bool = False
     epochs_override: int | None = None  # only for tests; recorded in the signature via `epochs`
     fault: dict[str, Any] | None = None
+    lane: int | None = None  # recorded in stats.json (which lane of the box trained it)
 
 
 def _now() -> str:
@@ -132,6 +133,9 @@ def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: R
         "started": started, "finished": _now(),
         "best_checkpoint": str(best), "best_checkpoint_sha256": sha256_of(best),
         "last_checkpoint": result.last_checkpoint,
+        "device": {"lane": req.lane, "device": req.device, "peak_vram_allocated_mb": result.peak_vram_allocated_mb,
+                   "peak_vram_reserved_mb": result.peak_vram_reserved_mb,
+                   "cuda_graph_captured": result.cuda_graph_captured},
     }
 
 

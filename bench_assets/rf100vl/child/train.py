@@ -424,12 +424,42 @@ class _Run:
         if resume:
             kwargs["resume"] = str(last)  # a path: resume=True would mean "the checkpoint the model was loaded from"
         kwargs["callbacks"] = [Progress(self.reporter, spec.epochs, hooks)]
+        if spec.cuda_graph:
+            _watch_graph_capture()
         init = "last.pt (resume)" if resume else weights or "scratch"
         log(f"{spec.family}-{spec.size} nc={spec.num_classes} imgsz={spec.imgsz} batch={spec.physical_batch}x"
             f"{self.accumulation} (effective {spec.effective_batch}) epochs={spec.epochs} device={spec.device} "
             f"precision={spec.precision} threads={threads} init={init}")
         model.train(**kwargs)
         return "done"
+
+
+_graph_captured = False
+
+
+def _watch_graph_capture() -> None:
+    """Record whether LibreYOLO's graph manager ever held a captured graph (it logs, but a GPU smoke
+    run needs a yes/no it can print)."""
+    from libreyolo.training import cuda_graph
+
+    original = cuda_graph.TrainGraphManager.run
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        global _graph_captured
+        out = original(self, *args, **kwargs)
+        _graph_captured = _graph_captured or self.captured
+        return out
+
+    cuda_graph.TrainGraphManager.run = run
+
+
+def _device_facts(spec: TrainSpec) -> dict[str, Any]:
+    facts: dict[str, Any] = {"cuda_graph_captured": _graph_captured if spec.cuda_graph else None}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        facts["peak_vram_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        facts["peak_vram_reserved_mb"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)
+    return facts
 
 
 def _graph_capture_error(exc: BaseException) -> bool:
@@ -475,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
                              resumed_from_epoch=run.resumed_from, accumulation=run.accumulation,
                              message=f"{message}; result assembly failed: {type(exc).__name__}: {exc}")
         code = EXIT_FAILED if code == EXIT_DONE else code
+    result = result.model_copy(update=_device_facts(spec))
     atomic_write_json(run_dir / RESULT_FILE, result.model_dump(mode="json"))
     reporter.info(
         f"result {result.status}: epochs_done={result.epochs_done} best_epoch={result.best_epoch} "
