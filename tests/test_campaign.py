@@ -57,6 +57,13 @@ def inst(home: Path):  # noqa: ANN201
     instance.dispose()
 
 
+def _training_children() -> list[str]:
+    """Training children of this test's BENCH_HOME (their spec path lies under it)."""
+    home = os.environ["BENCH_HOME"]
+    out = subprocess.run(["pgrep", "-af", "bench_assets.rf100vl.child.train"], capture_output=True, text=True)
+    return [line.split()[0] for line in out.stdout.splitlines() if home in line]
+
+
 def _key(ds: str) -> dg.MultiPartitionKey:
     return dg.MultiPartitionKey({"dataset": ds, "model": "yolo9-t"})
 
@@ -144,8 +151,12 @@ def test_kill_mid_training_then_resume(inst, home: Path, tmp_path_factory) -> No
             break
         time.sleep(0.5)
     assert last is not None, "no last.pt appeared"
-    os.killpg(proc.pid, signal.SIGKILL)  # the whole tree: bench, the Dagster step, the child
+    os.killpg(proc.pid, signal.SIGKILL)  # bench and its Dagster step; the child must die with them
     proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _training_children():
+        time.sleep(0.2)
+    assert _training_children() == [], "the training child outlived the killed step (it would keep a lane busy)"
     out = _run(inst, "rf100vl_train_job", "mini-tiny")
     assert out.success, out.errors
     stats = json.loads((last.parent.parent / "stats.json").read_text())
@@ -157,8 +168,7 @@ def test_timeout_kills_child_tree_and_fails_only_that_partition(inst, home: Path
                fault_sleep_per_step_s=2.0)
     assert not out.success and any("timed out" in e for e in out.errors), out.errors
     time.sleep(1)
-    leftovers = subprocess.run(["pgrep", "-f", "bench_assets.rf100vl.child.train"], capture_output=True, text=True)
-    assert leftovers.stdout.strip() == ""
+    assert _training_children() == []
     assert _run(inst, "rf100vl_campaign_job", "mini-tiny").success  # the other partition is untouched
 
 

@@ -26,6 +26,17 @@ class ChildOutcome:
     custom_messages: list[Any]
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel SIGKILLs it when the step process dies, however it
+    dies (SIGKILL included), so an orphan never keeps training on a lane that is already released."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _kill_tree(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -45,7 +56,7 @@ def run_child(context: dg.AssetExecutionContext, module: str, spec_path: Path, *
         child_env = {**os.environ, **env, **session.get_bootstrap_env_vars()}
         with open(log_path, "ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", module, str(spec_path)], env=child_env, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
             try:
                 returncode = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
