@@ -180,6 +180,19 @@ def test_kill_then_resume(tiny: Path, tmp_path: Path) -> None:
     assert again.returncode == EXIT_DONE and "nothing left to train" in again.stdout
     assert load_result(run_dir).epochs == res.epochs
 
+    # The killed-and-resumed run equals an uninterrupted one: every epoch starts from RNG states that
+    # depend only on (seed, epoch), so "kill the campaign, run it again" reproduces the same scores.
+    straight = tmp_path / "straight"
+    spec = write_spec(tmp_path / "straight.json", train_spec(tiny, straight, epochs=3, cache="disk"))
+    assert run_child("train", spec).returncode == EXIT_DONE
+    ref = load_result(straight)
+    assert [(e.train_loss, e.valid_mAP50_95) for e in ref.epochs] == [(e.train_loss, e.valid_mAP50_95)
+                                                                      for e in res.epochs]
+    import torch
+
+    a, b = torch_load(last)["model"], torch_load(straight / "weights" / "last.pt")["model"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
 
 SAVE_LOOP = """
 import sys, torch

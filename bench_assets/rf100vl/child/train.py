@@ -178,6 +178,18 @@ def build_result(spec: TrainSpec, status: str, message: str, wall: float, resume
 # Hooks into LibreYOLO (this process only)
 
 
+def reseed_for_epoch(seed: int, epoch: int) -> None:
+    import random
+
+    import numpy as np
+    import torch
+
+    s = (seed * 1_000_003 + epoch) % 2**32
+    random.seed(s)
+    np.random.seed(s)
+    torch.manual_seed(s)  # seeds every CUDA device too
+
+
 class _Hooks:
     """Process-wide patches of LibreYOLO's BaseTrainer for this child.
 
@@ -191,7 +203,8 @@ class _Hooks:
       the row for good; in this order a kill re-trains the epoch and rewrites the row.
     """
 
-    def __init__(self, fault: FaultInjection, physical_batch: int) -> None:
+    def __init__(self, fault: FaultInjection, physical_batch: int, seed: int = 0) -> None:
+        self.seed = seed
         self.fault = fault
         self.physical_batch = physical_batch
         self.trainer: Any = None
@@ -216,7 +229,15 @@ class _Hooks:
         orig_train = BaseTrainer.train
         orig_run_validation = BaseTrainer._run_validation
         orig_validator_run = BaseValidator.run
+        orig_train_epoch = BaseTrainer._train_epoch
         self._orig_save = BaseTrainer._save_checkpoint
+
+        # Every epoch starts from RNG states that depend only on (seed, epoch): shuffling, mosaic and
+        # augmentation draws of epoch k are then the same whether the run got there uninterrupted or
+        # resumed from last.pt, so a killed and resumed campaign reproduces the uninterrupted scores.
+        def train_epoch(self: Any, epoch: int, *args: Any, **kwargs: Any) -> Any:
+            reseed_for_epoch(hooks.seed, epoch)
+            return orig_train_epoch(self, epoch, *args, **kwargs)
 
         def train(self: Any) -> Any:
             hooks.trainer = self
@@ -247,6 +268,7 @@ class _Hooks:
             return out
 
         BaseTrainer.train = train
+        BaseTrainer._train_epoch = train_epoch
         BaseTrainer._save_checkpoint = save_checkpoint
         BaseTrainer._run_validation = run_validation
         BaseValidator.run = validator_run
@@ -405,7 +427,7 @@ class _Run:
 
         weights = None if resume else spec.init_weights
         model = build_model(spec.family, spec.size, spec.num_classes, spec.device, weights=weights, seed=spec.seed)
-        hooks = _Hooks(spec.fault, spec.physical_batch)
+        hooks = _Hooks(spec.fault, spec.physical_batch, spec.seed)
         hooks.install()
         amp, amp_dtype = precision_to_amp(spec.precision)
         kwargs: dict[str, Any] = dict(
