@@ -331,3 +331,26 @@ def test_spec_owned_keys_cannot_be_overridden(tiny: Path, tmp_path: Path) -> Non
     proc = run_child("train", spec)
     assert proc.returncode == EXIT_FAILED
     assert "train_overrides may not set ['batch']" in load_result(run_dir).message
+
+
+def test_last_checkpoint_is_written_after_best(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LibreYOLO saves last.pt then best.pt; a kill between them would leave an epoch without its best.pt.
+    The child's deferred save writes last.pt last, so last.pt implies the rest of its epoch is on disk."""
+    import torch
+
+    from bench_assets.rf100vl.child.train import _Hooks
+    from bench_assets.rf100vl.specs import FaultInjection
+
+    order: list[str] = []
+    monkeypatch.setattr(torch, "save", lambda obj, f, *a, **k: order.append(Path(str(f)).name))
+
+    def libreyolo_like_save(_trainer: Any) -> None:  # the order trainer.py _save_checkpoint uses
+        torch.save({}, tmp_path / "last.pt")
+        torch.save({}, tmp_path / "best.pt")
+        torch.save({}, tmp_path / "epoch_10.pt")
+
+    hooks = _Hooks(FaultInjection(), physical_batch=4)
+    hooks._orig_save = libreyolo_like_save
+    hooks.pending_save = (object(), (), {})
+    hooks.flush_save()
+    assert order == ["best.pt", "epoch_10.pt", "last.pt"]

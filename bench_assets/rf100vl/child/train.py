@@ -216,9 +216,29 @@ class _Hooks:
     def flush_save(self) -> None:
         """Write the checkpoint LibreYOLO asked for at the end of this epoch (if still pending)."""
         pending, self.pending_save = self.pending_save, None
-        if pending is not None:
-            trainer, args, kwargs = pending
+        if pending is None:
+            return
+        import torch
+
+        # LibreYOLO writes last.pt before best.pt: a kill between the two would leave a last.pt claiming an
+        # epoch whose best.pt never landed (the first epoch is always "best"), and the resumed run would end
+        # without a best checkpoint. Write last.pt last, so its presence implies every other file of its epoch.
+        real_save, held = torch.save, []
+
+        def save_last_last(obj: Any, f: Any, *a: Any, **k: Any) -> None:
+            if Path(str(f)).name == "last.pt":
+                held.append((obj, f, a, k))
+            else:
+                real_save(obj, f, *a, **k)
+
+        trainer, args, kwargs = pending
+        torch.save = save_last_last
+        try:
             self._orig_save(trainer, *args, **kwargs)
+        finally:
+            torch.save = real_save
+        for obj, f, a, k in held:
+            real_save(obj, f, *a, **k)
 
     def install(self) -> None:
         from libreyolo.training.trainer import BaseTrainer
