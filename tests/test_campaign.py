@@ -215,3 +215,31 @@ def test_corrupt_checkpoint_fails_predictions_then_retrains(inst, home: Path) ->
     assert again.success, again.errors
     assert any(p.name.startswith(run_dir.name + ".corrupt-") for p in run_dir.parent.iterdir())
     assert _run(inst, "rf100vl_eval_job", "mini-tiny").success
+
+
+def test_rescore_reports_drift(inst, home: Path) -> None:  # noqa: ANN001
+    from bench_assets.instance import execute
+    from bench_assets.rescore import rescore_all
+
+    assert execute(inst, "rf100vl_campaign_job", partition_key=_key("mini-tiny")).success
+    assert rescore_all(home, model="yolo9-t") == 0
+    score_file = sorted((home / "eval" / "yolo9-t" / "mini-tiny").glob("*.score.json"),
+                        key=lambda p: p.stat().st_mtime)[-1]
+    rec = json.loads(score_file.read_text())
+    rec["metrics"]["mAP50"] = (rec["metrics"]["mAP50"] or 0.0) + 0.01  # a recorded number that is wrong
+    score_file.write_text(json.dumps(rec))
+    assert rescore_all(home, model="yolo9-t") == 1
+
+
+def test_bench_train_cli_runs_partitions_longest_first(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
+    recipe = _recipe(tmp_path_factory.mktemp("r"), "cli", epochs=1)
+    r = subprocess.run([*BENCH, "train", "--model", "yolo9-t", "--datasets", "mini-tiny,mini-shapes", "--recipe",
+                        str(recipe), "--lanes", "2"], cwd=REPO, env=dict(os.environ), capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "2 partitions of yolo9-t, longest first, on 2 lane(s)" in r.stdout
+    rows = [line.split()[0] for line in r.stdout.splitlines() if "|yolo9-t" in line and " ok " in line]
+    assert sorted(rows) == ["mini-shapes|yolo9-t", "mini-tiny|yolo9-t"]
+    priorities = {run.tags.get("dagster/priority") for run in inst.get_runs(limit=5)
+                  if run.job_name == "rf100vl_train_job"}
+    assert {"48", "20"} <= priorities  # train-image counts order the queue
