@@ -90,7 +90,3 @@ def place_dir(tmp: Path, final: Path) -> bool:
         raise
     fsync_dir(final.parent)
     return True
-
-
-def tree_size_bytes(root: Path) -> int:
-    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())

@@ -237,6 +237,3 @@ def read_table(warehouse: Path, sql: str) -> list[dict[str, Any]]:
     finally:
         con.close()
 
-
-def as_json(rows: list[dict[str, Any]]) -> str:
-    return json.dumps(rows, default=str, indent=1)

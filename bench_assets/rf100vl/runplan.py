@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bench_assets.rf100vl.lock import sha256_file
 from bench_assets.rf100vl.recipes import LoadedRecipe
 
 MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9]*)-(?P<size>[a-z0-9]+)$")
@@ -90,14 +91,6 @@ def run_signature(fields: dict[str, Any]) -> str:
 RunState = Literal["new", "resumable", "done", "oom", "corrupt"]
 STATUS_FILE = "bench_status.json"  # LibreYOLO writes its own status.json in the run dir
 STATS_FILE = "stats.json"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def run_state(run_dir: Path, signature: str) -> RunState:

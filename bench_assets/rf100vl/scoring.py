@@ -80,24 +80,28 @@ _REQUIRED_DET_KEYS = frozenset({"image_id", "category_id", "bbox", "score"})
 _NUMBER = (int, float)
 
 
-class PredictionsInvalid(ValueError):
-    """The detections file breaks the protocol; `problems` lists each finding (what, where, fix)."""
+class _InputProblems(ValueError):
+    """An input that cannot be scored; `problems` lists each finding (what, where, fix)."""
+
+    what = "input"
 
     def __init__(self, source: str, problems: list[str]):
         self.source = source
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"{source}: invalid predictions ({len(problems)} problem(s)):\n{lines}")
+        super().__init__(f"{source}: invalid {self.what} ({len(problems)} problem(s)):\n{lines}")
 
 
-class GroundTruthInvalid(ValueError):
-    """The ground-truth document cannot be scored against; `problems` lists each finding."""
+class PredictionsInvalid(_InputProblems):
+    """The detections file breaks the protocol."""
 
-    def __init__(self, source: str, problems: list[str]):
-        self.source = source
-        self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"{source}: invalid ground truth ({len(problems)} problem(s)):\n{lines}")
+    what = "predictions"
+
+
+class GroundTruthInvalid(_InputProblems):
+    """The ground-truth document cannot be scored against."""
+
+    what = "ground truth"
 
 
 class ScoreUndefined(ValueError):

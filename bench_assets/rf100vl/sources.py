@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -190,10 +189,3 @@ def _find_rf100vl_dataset(name: str, key: str) -> Any:
         if ds.name == name:
             return ds
     raise SourceError(f"dataset {name!r} is not in the rf100vl package's project list")
-
-
-def copy_or_move(src: Path, dst: Path, move: bool) -> None:
-    if move:
-        os.replace(src, dst)
-    else:
-        shutil.copyfile(src, dst)
