@@ -15,6 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench_assets.fsutil import atomic_write_text
+
 if TYPE_CHECKING:
     import dagster as dg
 
@@ -29,11 +31,8 @@ def prepare_home(home: Path) -> Path:
     dh = dagster_home(home)
     dh.mkdir(parents=True, exist_ok=True)
     cfg = dh / "dagster.yaml"
-    if not cfg.exists():
-        template = resources.files("resources").joinpath("dagster.yaml").read_text()
-        tmp = cfg.with_suffix(".tmp")
-        tmp.write_text(template)
-        os.replace(tmp, cfg)
+    if not cfg.exists():  # two processes may get here at once: each writes a private temp file
+        atomic_write_text(cfg, resources.files("resources").joinpath("dagster.yaml").read_text())
     os.environ["DAGSTER_HOME"] = str(dh)
     os.environ["BENCH_HOME"] = str(home)
     return dh
