@@ -18,7 +18,7 @@ import pytest
 from bench_assets.rf100vl.hf_source import LOCK_FORMAT, HFSourceError, fetch_hf_dataset
 from tests.hf_standin import DEFAULT_REPO_ID, hf_standin
 
-FAKE_TOKEN = "hf_FAKEtokenDoNotLeak0123456789abcdef"
+FAKE_TOKEN = "hf_FAKE-token-do-not-leak-0123456789abcdef"
 DATASET = "aerial-cows"
 
 
