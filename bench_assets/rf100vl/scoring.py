@@ -591,14 +591,7 @@ def _run_fast_coco(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _De
                            "annotations": _dt_annotations(dets)}
         coco_dt.createIndex()
         ev = COCOeval_faster(coco_gt, coco_dt, iouType="bbox", print_function=_silent, separate_eval=True)
-        ev.params.maxDets = _max_dets(max_det)
-        t1 = time.perf_counter()
-        ev.evaluate()
-        t2 = time.perf_counter()
-        ev.accumulate()
-        t3 = time.perf_counter()
-    seconds.update(load=t1 - t0, evaluate=t2 - t1, accumulate=t3 - t2)
-    return ev.eval, ev.params
+        return _evaluate_timed(ev, max_det, t0, seconds)
 
 
 def _run_reference(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, max_det: int,
@@ -621,12 +614,17 @@ def _run_reference(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _De
                                "categories": list(coco_gt.dataset["categories"]), "annotations": []}
             coco_dt.createIndex()
         ev = COCOeval(coco_gt, coco_dt, iouType="bbox")
-        ev.params.maxDets = _max_dets(max_det)
-        t1 = time.perf_counter()
-        ev.evaluate()
-        t2 = time.perf_counter()
-        ev.accumulate()
-        t3 = time.perf_counter()
+        return _evaluate_timed(ev, max_det, t0, seconds)
+
+
+def _evaluate_timed(ev: Any, max_det: int, t0: float, seconds: dict[str, float]) -> tuple[dict[str, Any], Any]:
+    """evaluate() and accumulate() at maxDets [1, 10, 100, max_det], timing load (since t0) and both."""
+    ev.params.maxDets = _max_dets(max_det)
+    t1 = time.perf_counter()
+    ev.evaluate()
+    t2 = time.perf_counter()
+    ev.accumulate()
+    t3 = time.perf_counter()
     seconds.update(load=t1 - t0, evaluate=t2 - t1, accumulate=t3 - t2)
     return ev.eval, ev.params
 
