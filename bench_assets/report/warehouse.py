@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench_assets.fsutil import fsync_dir
+from bench_assets.report.schema import column_drift, create_sql, insert_sql
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.sources import read_spec
 from bench_assets.rf100vl.store import current_version, iter_versions, load_record
@@ -207,11 +208,14 @@ def rebuild_warehouse(home: Path, warehouse: Path) -> dict[str, int]:
             con = duckdb.connect(str(tmp))
             try:
                 for name, df in frames.items():
-                    if df.empty:  # no artifacts of this kind yet: an empty table keeps readers' queries valid
-                        con.execute(f"CREATE TABLE {name} (dataset VARCHAR, model VARCHAR)")
+                    con.execute(create_sql(name))  # typed even when empty (no artifacts of this kind yet)
+                    if df.empty:
                         continue
+                    drift = column_drift(name, list(df.columns))
+                    if drift:
+                        raise ValueError(drift)
                     con.register("frame", df)
-                    con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame ORDER BY {ORDER_BY[name]}")
+                    con.execute(insert_sql(name, "frame", ORDER_BY[name]))
                     con.unregister("frame")
                 con.execute("CHECKPOINT")
             finally:

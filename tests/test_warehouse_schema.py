@@ -1,0 +1,47 @@
+"""Warehouse tables have their declared types even with no artifacts, and builder drift is loud."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from bench_assets.report.schema import TABLE_SCHEMAS, column_drift
+from bench_assets.report.warehouse import ORDER_BY, TABLES, rebuild_warehouse
+from bench_assets.rf100vl.sources import local_spec
+from bench_assets.rf100vl.store import materialize_dataset
+from tests.conftest import broken
+
+
+def _types(wh: Path, table: str) -> dict[str, str]:
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        return {c[0]: c[1] for c in con.execute(f"DESCRIBE {table}").fetchall()}
+    finally:
+        con.close()
+
+
+def test_empty_home_gives_every_table_its_typed_schema(tmp_path: Path) -> None:
+    wh = tmp_path / "warehouse.duckdb"
+    assert rebuild_warehouse(tmp_path / "home", wh) == {t: 0 for t in TABLES}
+    assert set(TABLES) == set(TABLE_SCHEMAS) == set(ORDER_BY)
+    for table, schema in TABLE_SCHEMAS.items():
+        assert _types(wh, table) == schema, table
+
+
+def test_all_null_columns_keep_their_types(tmp_path: Path) -> None:
+    """A non-catalogue dataset has no domain: the column is still VARCHAR, not DuckDB's NULL type."""
+    home = tmp_path / "home"
+    materialize_dataset(home, "lab", local_spec(broken("valid_base", tmp_path)), home / "cache")
+    wh = tmp_path / "warehouse.duckdb"
+    rebuild_warehouse(home, wh)
+    types = _types(wh, "datasets")
+    assert types["domain"] == "VARCHAR" and types["catalog_num_classes"] == "BIGINT"
+    assert types["class_names"] == "VARCHAR[]"
+
+
+def test_column_drift_is_reported() -> None:
+    cols = list(TABLE_SCHEMAS["runs"])
+    assert column_drift("runs", cols) is None
+    msg = column_drift("runs", [*cols[1:], "surprise"])
+    assert msg is not None and "missing ['model']" in msg and "extra ['surprise']" in msg
