@@ -142,18 +142,22 @@ def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str |
     return RunOutcome(run_id=result.run_id, success=result.success and not errors, errors=errors)
 
 
-def register_partitions(instance: dg.DagsterInstance, names: list[str]) -> list[str]:
-    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
-
-    known = set(instance.get_dynamic_partitions(DATASET_PARTITIONS_NAME))
+def _add_partitions(instance: dg.DagsterInstance, partitions_name: str, names: list[str]) -> list[str]:
+    known = set(instance.get_dynamic_partitions(partitions_name))
     new = [n for n in names if n not in known]
     if new:
-        instance.add_dynamic_partitions(DATASET_PARTITIONS_NAME, new)
+        instance.add_dynamic_partitions(partitions_name, new)
     return new
+
+
+def register_partitions(instance: dg.DagsterInstance, names: list[str]) -> list[str]:
+    """Add dataset partitions that do not exist yet; return the new ones."""
+    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
+
+    return _add_partitions(instance, DATASET_PARTITIONS_NAME, names)
 
 
 def register_model_partition(instance: dg.DagsterInstance, model: str) -> None:
     from bench_assets.rf100vl.partitions import MODEL_PARTITIONS_NAME
 
-    if model not in instance.get_dynamic_partitions(MODEL_PARTITIONS_NAME):
-        instance.add_dynamic_partitions(MODEL_PARTITIONS_NAME, [model])
+    _add_partitions(instance, MODEL_PARTITIONS_NAME, [model])

@@ -23,11 +23,8 @@ ROBOFLOW_NAME = r"^img_\d{4}_(jpg|png)\.rf\.[0-9a-f]{16}\.(jpg|png)$"
 
 
 @pytest.fixture(scope="module")
-def suite_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mini")
-    for name in MINI_SUITE:
-        generate_mini_dataset(name, root / name)
-    return root
+def suite_root(mini_raw: Path) -> Path:
+    return mini_raw  # generated once per session in conftest.py
 
 
 def _load(root: Path, name: str, split: str) -> dict[str, Any]:

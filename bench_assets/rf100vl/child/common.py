@@ -52,6 +52,19 @@ __all__ = [
 # Environment
 
 
+def read_spec_arg(argv: list[str], module: str, model: type[Any]) -> Any | None:
+    """The pydantic spec named by the child's single argument, or None (reason on stderr): a child that
+    cannot read its spec has no run directory to write a result into."""
+    if len(argv) != 1:
+        print(f"usage: python -m {module} SPEC.json", file=sys.stderr)
+        return None
+    try:
+        return model.model_validate_json(Path(argv[0]).read_text(encoding="utf-8"))
+    except Exception as exc:  # noqa: BLE001 - any unreadable spec ends the same way
+        print(f"cannot read {model.__name__} {argv[0]}: {exc}", file=sys.stderr)
+        return None
+
+
 def offline_env() -> None:
     """Make any accidental hub access fail at once instead of after a network timeout.
 

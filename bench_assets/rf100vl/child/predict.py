@@ -40,6 +40,7 @@ from bench_assets.rf100vl.child.common import (
     is_oom,
     offline_env,
     pin_threads,
+    read_spec_arg,
     require_local_file,
     write_data_yaml,
 )
@@ -111,15 +112,9 @@ def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m bench_assets.rf100vl.child.predict SPEC.json", file=sys.stderr)
-        return EXIT_FAILED
     clock = Stopwatch()
-    try:
-        spec = PredictSpec.model_validate_json(Path(argv[0]).read_text(encoding="utf-8"))
-    except Exception as exc:  # noqa: BLE001
-        print(f"cannot read PredictSpec {argv[0]}: {exc}", file=sys.stderr)
+    spec = read_spec_arg(sys.argv[1:] if argv is None else argv, "bench_assets.rf100vl.child.predict", PredictSpec)
+    if spec is None:
         return EXIT_FAILED
     reporter = Reporter()
     images = detections = 0

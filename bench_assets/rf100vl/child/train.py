@@ -39,6 +39,7 @@ from bench_assets.rf100vl.child.common import (
     offline_env,
     pin_threads,
     precision_to_amp,
+    read_spec_arg,
     remove_stale_temps,
     require_local_file,
     write_data_yaml,
@@ -509,15 +510,9 @@ def _graph_capture_error(exc: BaseException) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m bench_assets.rf100vl.child.train SPEC.json", file=sys.stderr)
-        return EXIT_FAILED
     clock = Stopwatch()
-    try:
-        spec = TrainSpec.model_validate_json(Path(argv[0]).read_text(encoding="utf-8"))
-    except Exception as exc:  # noqa: BLE001 - no run_dir to write a result into
-        print(f"cannot read TrainSpec {argv[0]}: {exc}", file=sys.stderr)
+    spec = read_spec_arg(sys.argv[1:] if argv is None else argv, "bench_assets.rf100vl.child.train", TrainSpec)
+    if spec is None:
         return EXIT_FAILED
     run_dir = Path(spec.run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
