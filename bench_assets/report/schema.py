@@ -54,6 +54,36 @@ TABLE_SCHEMAS: dict[str, dict[str, str]] = {
         "imgsz": "BIGINT", "weights_sha256": "VARCHAR", "recipe_sha256": "VARCHAR", "run_signature": "VARCHAR",
         "predictions_sha256": "VARCHAR", "scoring_code_sha256": "VARCHAR", "path": "VARCHAR",
     },
+    # The RF100-VL catalogue (vendored CSV): domain of every benchmark dataset, stored locally or not.
+    "catalog": {
+        "dataset": "VARCHAR", "domain": "VARCHAR", "rf20vl": "BOOLEAN", "num_classes": "BIGINT",
+        "num_images": "BIGINT", "test_images": "BIGINT", "license": "VARCHAR",
+    },
+    # Suite membership: built-in suites (rf100vl, rf20vl, mini) plus suites named when importing.
+    "suites": {"suite": "VARCHAR", "dataset": "VARCHAR"},
+    # Registered models (BENCH_HOME/models/<model>.json): the recipe and suite a campaign declared.
+    "models": {
+        "model": "VARCHAR", "family": "VARCHAR", "size": "VARCHAR", "size_rank": "BIGINT", "recipe": "VARCHAR",
+        "recipe_file": "VARCHAR", "recipe_sha256": "VARCHAR", "recipe_conformant": "BOOLEAN",
+        "recipe_nonconformities": "VARCHAR[]", "suite": "VARCHAR", "expected_datasets": "BIGINT",
+    },
+    # Published RF100-VL mAP50-95 of other detectors (vendored CSV), for the comparison mart.
+    "published": {"model": "VARCHAR", "family": "VARCHAR", "size": "VARCHAR", "mAP50_95": "DOUBLE",
+                  "source": "VARCHAR"},
+    # va.submission.v1 files: ours (BENCH_HOME/submissions/<model>.json) and imported ones
+    # (BENCH_HOME/submissions/imported/<model>.json), one row each.
+    "submissions": {
+        "model": "VARCHAR", "origin": "VARCHAR", "created_at": "VARCHAR", "split": "VARCHAR", "suite": "VARCHAR",
+        "expected_datasets": "BIGINT", "datasets_scored": "BIGINT", "mAP50_95": "DOUBLE", "mAP50": "DOUBLE",
+        "mAP75": "DOUBLE", "AR_max_det": "DOUBLE", "conf": "DOUBLE", "nms_iou": "DOUBLE", "max_det": "BIGINT",
+        "recipe_sha256": "VARCHAR", "dataset_versions_sha256": "VARCHAR", "valid_submission": "BOOLEAN",
+        "invalid_reasons": "VARCHAR[]", "path": "VARCHAR", "file_sha256": "VARCHAR",
+    },
+    "submission_datasets": {
+        "model": "VARCHAR", "origin": "VARCHAR", "dataset": "VARCHAR", "dataset_version": "VARCHAR",
+        "num_images": "BIGINT", "num_classes": "BIGINT", "weights_sha256": "VARCHAR", "mAP50_95": "DOUBLE",
+        "mAP50": "DOUBLE", "mAP75": "DOUBLE", "AR100": "DOUBLE", "AR_max_det": "DOUBLE", "wall_seconds": "DOUBLE",
+    },
 }
 
 
