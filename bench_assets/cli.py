@@ -212,11 +212,11 @@ def _register_for_campaign(instance, home: Path, model: str, recipe: str, suite:
     from bench_assets.rf100vl.sources import SourceSpec, register
     from bench_assets.rf100vl.store import current_version
 
-    _, loaded = register_model(home, model, recipe)
+    names = suite_members(suite) if suite else [d for d in (datasets or "").split(",") if d]
+    _, loaded = register_model(home, model, recipe, suite=suite, datasets=names)
     if not loaded.recipe.conformant:
         print(f"bench: recipe {loaded.path} is NOT protocol-conformant ({'; '.join(loaded.recipe.nonconformities())})"
               "; its numbers are marked non-conformant everywhere", file=sys.stderr)
-    names = suite_members(suite) if suite else [d for d in (datasets or "").split(",") if d]
     if suite == "mini":
         for n in names:
             register(home / "sources", n, SourceSpec(kind="mini", suites=["mini"]))

@@ -146,11 +146,16 @@ def _score_rows(home: Path) -> pd.DataFrame:
         rec = json.loads(path.read_text())
         pointer = path.parent / "CURRENT.predictions"
         current_pred = pointer.read_text().strip() if pointer.exists() else None
+        score_pointer = path.parent / "CURRENT.score"
+        # The score the partition last produced; homes from before the pointer existed fall back to
+        # "scores the current predictions" (ambiguous only after a rescore).
+        is_current = (score_pointer.read_text().strip() == rec["fingerprint"] if score_pointer.exists()
+                      else current_pred == rec["inputs"]["predictions_fingerprint"])
         pin = rec["prediction_inputs"]
         rows.append({
             "model": rec["model"], "dataset": rec["dataset"], "dataset_version": rec["dataset_version"],
             "fingerprint": rec["fingerprint"], "split": rec["split"],
-            "is_current": current_pred == rec["inputs"]["predictions_fingerprint"],
+            "is_current": is_current,
             **{m: v for m, v in rec["metrics"].items()},
             "backend": rec["backend"], "parity_identical": rec["parity"]["identical"],
             "parity_total": rec["parity"]["total"], "parity_max_abs_deviation": rec["parity"]["max_abs_deviation"],
@@ -164,6 +169,127 @@ def _score_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _catalog_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from bench_assets.rf100vl.catalog import load_catalog
+
+    return pd.DataFrame([{"dataset": e.name, "domain": e.domain, "rf20vl": e.rf20vl, "num_classes": e.num_classes,
+                          "num_images": e.num_images, "test_images": e.test_images, "license": e.license}
+                         for e in load_catalog().values()])
+
+
+def _suite_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from bench_assets.rf100vl.catalog import BUILTIN_SUITES, suite_members
+    from bench_assets.rf100vl.models import iter_entries
+
+    pairs = {(suite, d) for suite in BUILTIN_SUITES for d in suite_members(suite)}
+    sources = home / "sources"
+    for p in sorted(sources.glob("*.json")) if sources.exists() else []:
+        spec = read_spec(sources, p.stem)
+        pairs |= {(suite, p.stem) for suite in (spec.suites if spec else [])}
+    for entry in iter_entries(home):
+        if not entry.suite:
+            pairs |= {(entry.expected_suite(), d) for d in entry.datasets}
+    return pd.DataFrame(sorted(pairs), columns=["suite", "dataset"])
+
+
+def _model_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from bench_assets.rf100vl.catalog import suite_members
+    from bench_assets.rf100vl.models import iter_entries, model_recipe
+
+    rows = []
+    for entry in iter_entries(home):
+        key, loaded = model_recipe(home, entry.model)
+        expected = len(suite_members(entry.suite)) if entry.suite else len(entry.datasets)
+        rows.append({
+            "model": entry.model, "family": key.family, "size": key.size,
+            # adjacent sizes of a family are neighbours in the recipe's size list (t < s < m < c)
+            "size_rank": list(loaded.recipe.sizes).index(key.size), "recipe": entry.recipe, "recipe_file": loaded.path,
+            "recipe_sha256": loaded.sha256, "recipe_conformant": loaded.recipe.conformant,
+            "recipe_nonconformities": loaded.recipe.nonconformities(), "suite": entry.expected_suite(),
+            "expected_datasets": expected,
+        })
+    return pd.DataFrame(rows)
+
+
+def _published_rows(home: Path) -> pd.DataFrame:
+    import csv
+    from importlib import resources
+
+    import pandas as pd
+
+    text = resources.files("bench_assets.rf100vl").joinpath("data/rf100vl_published.csv").read_text()
+    return pd.DataFrame([{**r, "mAP50_95": float(r["mAP50_95"])} for r in csv.DictReader(text.splitlines())])
+
+
+def _submission_files(home: Path) -> list[tuple[str, Path]]:
+    from bench_assets.rf100vl.submission import imported_dir, submissions_dir
+
+    ours = sorted(submissions_dir(home).glob("*.json")) if submissions_dir(home).exists() else []
+    imported = sorted(imported_dir(home).glob("*.json")) if imported_dir(home).exists() else []
+    return [("ours", p) for p in ours] + [("imported", p) for p in imported]
+
+
+def _read_submission(origin: str, path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The document and its invalid reasons: ours as built, imported ones re-checked on every load."""
+    from bench_assets.rf100vl.submission import SubmissionError, check_imported
+
+    doc = json.loads(path.read_text())
+    if origin == "ours":
+        return doc, list(doc["rf100vl"]["invalid_reasons"])
+    try:
+        _, reasons = check_imported(doc, str(path))
+    except SubmissionError as exc:
+        return doc, [str(exc)]
+    return doc, reasons
+
+
+def _submission_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from bench_assets.rf100vl.submission import file_sha256
+
+    rows = []
+    for origin, path in _submission_files(home):
+        doc, reasons = _read_submission(origin, path)
+        rf, acc = doc.get("rf100vl", {}), doc.get("accuracy", {})
+        recipe = rf.get("recipe_sha256")
+        rows.append({
+            "model": doc["model"]["name"], "origin": origin,
+            "created_at": (doc.get("metadata") or {}).get("created_at"),
+            "split": doc.get("benchmark", {}).get("split"), "suite": doc.get("benchmark", {}).get("suite"),
+            "expected_datasets": rf.get("protocol", {}).get("expected_datasets"),
+            "datasets_scored": len(rf.get("datasets", [])),
+            "mAP50_95": acc.get("mAP_50_95"), "mAP50": acc.get("mAP_50"), "mAP75": acc.get("mAP_75"),
+            "AR_max_det": acc.get("AR_max_det"), "conf": doc.get("config", {}).get("conf"),
+            "nms_iou": doc.get("config", {}).get("iou"), "max_det": doc.get("config", {}).get("max_det"),
+            "recipe_sha256": ",".join(recipe) if isinstance(recipe, list) else recipe,
+            "dataset_versions_sha256": rf.get("dataset_versions_sha256"),
+            "valid_submission": not reasons, "invalid_reasons": reasons, "path": str(path),
+            "file_sha256": file_sha256(path),
+        })
+    return pd.DataFrame(rows)
+
+
+def _submission_dataset_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = []
+    for origin, path in _submission_files(home):
+        doc = json.loads(path.read_text())
+        for d in doc.get("rf100vl", {}).get("datasets", []):
+            rows.append({"model": doc["model"]["name"], "origin": origin, "dataset": d["dataset"],
+                         **{c: d.get(c) for c in ("dataset_version", "num_images", "num_classes", "weights_sha256",
+                                                  "AR100", "AR_max_det", "wall_seconds")},
+                         "mAP50_95": d.get("mAP_50_95"), "mAP50": d.get("mAP_50"), "mAP75": d.get("mAP_75")})
+    return pd.DataFrame(rows)
+
+
 # Table name -> builder over BENCH_HOME. Later domains add their tables here.
 TABLES: dict[str, TableBuilder] = {
     "datasets": _dataset_rows,
@@ -171,10 +297,18 @@ TABLES: dict[str, TableBuilder] = {
     "runs": _run_rows,
     "epochs": _epoch_rows,
     "scores": _score_rows,
+    "catalog": _catalog_rows,
+    "suites": _suite_rows,
+    "models": _model_rows,
+    "published": _published_rows,
+    "submissions": _submission_rows,
+    "submission_datasets": _submission_dataset_rows,
 }
 ORDER_BY = {"datasets": "dataset, version", "dataset_splits": "dataset, version, split",
             "runs": "model, dataset, run_signature", "epochs": "model, dataset, run_signature, epoch",
-            "scores": "model, dataset, fingerprint"}
+            "scores": "model, dataset, fingerprint", "catalog": "dataset", "suites": "suite, dataset",
+            "models": "model", "published": "model", "submissions": "origin, model",
+            "submission_datasets": "origin, model, dataset"}
 
 
 @contextmanager

@@ -9,6 +9,7 @@ from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.prediction_assets import predictions
 from bench_assets.rf100vl.score_assets import scores
 from bench_assets.rf100vl.sensors import DATASET_JOB, inbox_sensor
+from bench_assets.rf100vl.submission_assets import submission
 from resources.gpu_lanes import GpuLanes
 
 dataset_job = dg.define_asset_job(DATASET_JOB, selection=dg.AssetSelection.assets(dataset),
@@ -22,13 +23,15 @@ train_job = dg.define_asset_job("rf100vl_train_job", selection=dg.AssetSelection
                                 description="Fine-tune one dataset x model partition on a leased lane.")
 eval_job = dg.define_asset_job("rf100vl_eval_job", selection=dg.AssetSelection.assets(predictions, scores),
                                description="Predict test with the finished checkpoint and score it (no training).")
+submission_job = dg.define_asset_job("rf100vl_submission_job", selection=dg.AssetSelection.assets(submission),
+                                     description="Build one model's va.submission.v1 file from its current scores.")
 rescore_job = dg.define_asset_job("rf100vl_rescore_job", selection=dg.AssetSelection.assets(scores),
                                   description="Recompute scores from saved predictions, without retraining.")
 
 defs = dg.Definitions(
-    assets=[catalog, dataset, checkpoint, predictions, scores],
+    assets=[catalog, dataset, checkpoint, predictions, scores, submission],
     asset_checks=[*catalog_checks, *dataset_checks],
-    jobs=[dataset_job, catalog_job, train_job, campaign_job, eval_job, rescore_job],
+    jobs=[dataset_job, catalog_job, train_job, campaign_job, eval_job, rescore_job, submission_job],
     sensors=[inbox_sensor],
     resources={"lanes": GpuLanes()},
 )

@@ -64,6 +64,27 @@ def current_predictions_pointer(home: Path, model_key: str, dataset: str) -> Pat
     return eval_dir(home, model_key, dataset) / "CURRENT.predictions"
 
 
+def current_score_pointer(home: Path, model_key: str, dataset: str) -> Path:
+    """Names the fingerprint of the score the partition's latest materialization produced or reused."""
+    return eval_dir(home, model_key, dataset) / "CURRENT.score"
+
+
+def current_score(home: Path, model_key: str, dataset: str) -> dict[str, Any] | None:
+    pointer = current_score_pointer(home, model_key, dataset)
+    if pointer.exists():
+        path = score_path(home, model_key, dataset, pointer.read_text().strip())
+        return json.loads(path.read_text()) if path.exists() else None
+    # Homes scored before the pointer existed: the newest score of the current predictions.
+    pred = current_predictions_pointer(home, model_key, dataset)
+    if not pred.exists():
+        return None
+    fp = pred.read_text().strip()
+    scores = [json.loads(p.read_text()) for p in sorted(eval_dir(home, model_key, dataset).glob("*.score.json"),
+                                                         key=lambda p: p.stat().st_mtime)]
+    matching = [s for s in scores if s["inputs"]["predictions_fingerprint"] == fp]
+    return matching[-1] if matching else None
+
+
 def current_predictions_meta(home: Path, model_key: str, dataset: str) -> dict[str, Any] | None:
     pointer = current_predictions_pointer(home, model_key, dataset)
     if not pointer.exists():

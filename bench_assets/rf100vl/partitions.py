@@ -14,6 +14,7 @@ model_partitions = dg.DynamicPartitionsDefinition(name=MODEL_PARTITIONS_NAME)
 # Multi-partition keys order dimensions alphabetically: "dataset|model".
 dataset_model_partitions = dg.MultiPartitionsDefinition({"dataset": dataset_partitions, "model": model_partitions})
 on_dataset = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="dataset")
+on_model = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="model")
 
 
 def split_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> tuple[str, str]:

@@ -5,11 +5,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from bench_assets.fsutil import atomic_write_json
+from bench_assets.fsutil import atomic_write_json, atomic_write_text
 from bench_assets.rf100vl.evaluation import (
     MAX_DET,
     SPLIT,
     current_predictions_meta,
+    current_score_pointer,
     fingerprint,
     score_inputs,
     score_path,
@@ -38,6 +39,7 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
     fp = fingerprint(inputs)
     out = score_path(home_path, model_key, ds_name, fp)
     if out.exists() and not force:
+        atomic_write_text(current_score_pointer(home_path, model_key, ds_name), fp)
         return json.loads(out.read_text()), False
     gt = scoring.load_json_any(gt_file)
     dets = scoring.load_json_any(pred_file)
@@ -52,6 +54,7 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
         "prediction_inputs": pred_meta["inputs"],
     }
     atomic_write_json(out, rec)
+    atomic_write_text(current_score_pointer(home_path, model_key, ds_name), fp)
     return rec, True
 
 
