@@ -51,6 +51,12 @@ def _materialize_datasets(instance, names: list[str], run_config: dict | None = 
     return failed
 
 
+def _build_submission(instance, model: str) -> int:  # noqa: ANN001
+    from bench_assets.instance import execute
+
+    return _report(execute(instance, "rf100vl_submission_job", partition_key=model), f"submission {model}")
+
+
 DEMO_MODEL = "yolo9-t"
 
 
@@ -251,7 +257,8 @@ def run_campaign(job: str, model: str, *, suite: str | None = None, datasets: st
     print(f"{job}: {len(runs)} partitions of {model}, longest first, on {n_lanes} lane(s)")
     finished = run_partitions(runs, job, lanes=n_lanes, run_config=config)
     failed = [f for f in finished if f.returncode != 0]
-    code = _load_warehouse(instance)
+    code = _build_submission(instance, model) if job == "rf100vl_campaign_job" else 0
+    code = _load_warehouse(instance) or code
     for f in sorted(finished, key=lambda f: f.run.dataset):
         print(f"  {f.run.key:40s} {'ok' if f.returncode == 0 else 'FAILED'}  {f.seconds:7.1f}s")
     if failed:

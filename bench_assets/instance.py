@@ -121,8 +121,8 @@ def _errors(result: Any) -> list[str]:
             out.append(" <- ".join(p for p in parts if "Error occurred while executing op" not in p) or "step failed")
     for ev in result.get_asset_check_evaluations():
         if not ev.passed:
-            out.append(f"check {ev.asset_check_key.name} failed on {ev.asset_key.to_user_string()}: "
-                       f"{ {k: v.value for k, v in ev.metadata.items()} }")
+            detail = ev.description or str({k: v.value for k, v in ev.metadata.items()})
+            out.append(f"check {ev.asset_check_key.name} failed on {ev.asset_key.to_user_string()}: {detail}")
     return out
 
 

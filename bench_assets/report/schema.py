@@ -52,7 +52,8 @@ TABLE_SCHEMAS: dict[str, dict[str, str]] = {
         "parity_max_abs_deviation": "DOUBLE", "parity_differing": "VARCHAR[]", "num_images": "BIGINT",
         "num_gt": "BIGINT", "num_dets": "BIGINT", "conf": "DOUBLE", "nms_iou": "DOUBLE", "max_det": "BIGINT",
         "imgsz": "BIGINT", "weights_sha256": "VARCHAR", "recipe_sha256": "VARCHAR", "run_signature": "VARCHAR",
-        "predictions_sha256": "VARCHAR", "scoring_code_sha256": "VARCHAR", "path": "VARCHAR",
+        "predictions_sha256": "VARCHAR", "predictions_path": "VARCHAR", "scoring_code_sha256": "VARCHAR",
+        "path": "VARCHAR",
     },
     # The RF100-VL catalogue (vendored CSV): domain of every benchmark dataset, stored locally or not.
     "catalog": {

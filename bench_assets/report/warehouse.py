@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from bench_assets.fsutil import fsync_dir
 from bench_assets.report.schema import column_drift, create_sql, insert_sql
 from bench_assets.rf100vl.catalog import catalog_entry
+from bench_assets.rf100vl.evaluation import predictions_path
 from bench_assets.rf100vl.sources import read_spec
 from bench_assets.rf100vl.store import current_version, iter_versions, load_record
 from bench_assets.rf100vl.verify import SPLITS
@@ -164,6 +165,8 @@ def _score_rows(home: Path) -> pd.DataFrame:
             "conf": pin["conf"], "nms_iou": pin["iou"], "max_det": pin["max_det"], "imgsz": pin["imgsz"],
             "weights_sha256": pin["weights_sha256"], "recipe_sha256": pin["recipe_sha256"],
             "run_signature": pin["run_signature"], "predictions_sha256": rec["inputs"]["predictions_sha256"],
+            "predictions_path": str(predictions_path(home, rec["model"], rec["dataset"],
+                                                     rec["inputs"]["predictions_fingerprint"])),
             "scoring_code_sha256": rec["inputs"]["scoring_code_sha256"], "path": str(path),
         })
     return pd.DataFrame(rows)
