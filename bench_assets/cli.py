@@ -294,6 +294,42 @@ def cmd_exec(args: argparse.Namespace) -> int:
     return _report(outcome, f"{args.job} {args.partition}")
 
 
+def cmd_submission_import(args: argparse.Namespace) -> int:
+    """Store an existing va.submission.v1 file so it sits beside our models in every mart."""
+    from bench_assets.instance import open_instance
+    from bench_assets.rf100vl.submission import SubmissionError, import_submission
+
+    home = bench_home_path()
+    try:
+        out, sub, reasons = import_submission(home, Path(args.file).expanduser())
+    except SubmissionError as exc:
+        return _fail(str(exc))
+    rf = sub.rf100vl
+    print(f"imported {sub.model['name']}: {len(rf.datasets)} datasets, mAP50-95 {sub.accuracy['mAP_50_95']:.4f} "
+          f"(recomputed from its per-dataset entries: agrees) -> {out}")
+    if reasons:
+        print("  not a valid leaderboard entry: " + "; ".join(reasons))
+    return _load_warehouse(open_instance(home))
+
+
+def cmd_submission_build(args: argparse.Namespace) -> int:
+    from bench_assets.instance import open_instance, register_model_partition
+
+    instance = open_instance(bench_home_path())
+    register_model_partition(instance, args.model)
+    code = _build_submission(instance, args.model)
+    if code == 0:
+        from bench_assets.rf100vl.submission import submission_path
+
+        doc = json.loads(submission_path(bench_home_path(), args.model).read_text())
+        rf = doc["rf100vl"]
+        print(f"{args.model}: {len(rf['datasets'])} datasets, mAP50-95 {doc['accuracy']['mAP_50_95']}, "
+              f"valid_submission={rf['valid_submission']} -> {submission_path(bench_home_path(), args.model)}")
+        for r in rf["invalid_reasons"]:
+            print(f"  not submittable because: {r}")
+    return _load_warehouse(instance) or code
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from bench_assets.rescore import rescore_all
 
@@ -337,6 +373,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--config")
     ex.add_argument("--priority")
     ex.set_defaults(fn=cmd_exec)
+    sb = sub.add_parser("submission", help="build or import va.submission.v1 files").add_subparsers(
+        dest="submission_command", required=True)
+    si = sb.add_parser("import", help="load an existing submission (e.g. a published leaderboard entry)")
+    si.add_argument("file")
+    si.set_defaults(fn=cmd_submission_import)
+    sbb = sb.add_parser("build", help="(re)build a model's submission from its current scores")
+    sbb.add_argument("--model", required=True)
+    sbb.set_defaults(fn=cmd_submission_build)
     rs = sub.add_parser("rescore", help="recompute scores from saved predictions with the reference backend")
     rs.add_argument("--model")
     rs.add_argument("--datasets", help="comma-separated names")

@@ -1,0 +1,732 @@
+"""Render the campaign report from the dbt marts: report.md, a self-contained index.html and PNG plots.
+
+Pure (no Dagster import). duckdb, numpy and matplotlib are imported inside functions because the code location
+imports this module and must stay light. Every AP is shown x100 with one decimal (0.4853 -> 48.5) and every
+difference in the same points; each report states this in its header. Output is deterministic for the same marts:
+no timestamps, rows in a fixed order, PNGs saved without the Software tag, so re-rendering changes no bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench_assets.fsutil import atomic_write_bytes, atomic_write_text
+
+FORMAT_NOTE = ("AP values are COCO AP x100 with one decimal (0.4853 is shown as 48.5); differences are in the same "
+               "points; — marks an undefined value (no score).")
+SUMMARY_MAX_BYTES = 300_000  # Dagster stores the summary in its event log: keep it small
+DPI = 100
+NOISE_BAND = 0.05  # drawn around y = x on the valid-vs-test plot; healthy runs sit inside it
+WEAKEST_PER_MODEL = 5
+GAPS_LISTED = 5
+
+# Columns read from each mart, by name, and the order rows are read in (so output never depends on scan order).
+MARTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "leaderboard": (("model", "origin", "datasets_scored", "datasets_expected", "mAP50_95", "mAP50", "mAP75",
+                     "AR_max_det", "median_train_minutes", "gpu_hours", "median_best_epoch", "recipe_conformant",
+                     "valid_submission", "rank"), '"rank" NULLS LAST, model, origin'),
+    "domain_scores": (("model", "origin", "domain", "datasets", "mAP50_95", "mAP50"), "domain, model, origin"),
+    "dataset_scores": (("model", "origin", "dataset", "domain", "dataset_version", "mAP50_95", "mAP50", "mAP75",
+                        "AR_max_det", "valid_mAP50_95", "best_epoch", "train_minutes"), "model, origin, dataset"),
+    "weakest_datasets": (("model", "origin", "rank", "dataset", "domain", "mAP50_95"), 'model, origin, "rank"'),
+    "train_cost": (("model", "datasets_trained", "median_train_minutes", "total_gpu_hours", "median_best_epoch",
+                    "mean_epochs_done", "resumed_runs"), "model"),
+    "published_comparison": (("model", "origin", "family", "size", "mAP50_95", "datasets_scored", "rank_overall",
+                              "delta_vs_best_published"), "rank_overall NULLS LAST, model, origin"),
+    "model_comparison": (("model_a", "model_b", "datasets", "mean_diff", "ci_low", "ci_high", "distinguishable"),
+                         "model_a, model_b"),
+}
+SUBMISSION_COLUMNS = ("model", "origin", "valid_submission", "invalid_reasons")
+PLOTS = {
+    "leaderboard": ("leaderboard.png", "mAP50-95 of our and imported models beside published ones"),
+    "domains": ("domains.png", "mAP50-95 per domain"),
+    "valid_vs_test": ("valid_vs_test.png", "Selection (valid) vs test mAP50-95 per dataset, our models"),
+    "datasets": ("datasets.png", "mAP50-95 per dataset, one row per model"),
+}
+ORIGIN_COLOURS = {"ours": "#1f77b4", "imported": "#ff7f0e", "published": "#9e9e9e"}
+SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
+
+Row = dict[str, Any]
+Finding = tuple[str, str, str, str]  # (check_name, asset, severity, description)
+
+
+class ReportSchemaError(ValueError):
+    """A mart or the submissions table lacks a table or column the report reads."""
+
+
+@dataclass(frozen=True)
+class RenderedReport:
+    out_dir: Path
+    markdown: Path
+    html: Path
+    images: dict[str, Path]  # plot key -> PNG written this time (absent plots have no data)
+    summary_md: str  # leaderboard table + plot as a data URI, for Dagster's MetadataValue.md
+    models: int  # our and imported models on the leaderboard
+    datasets: int  # distinct datasets with a score
+    findings: int = 0
+
+
+@dataclass(frozen=True)
+class _Submission:
+    valid: bool | None
+    reasons: tuple[str, ...]
+
+
+@dataclass
+class _Data:
+    marts: dict[str, list[Row]]
+    marts_absent: bool  # report.duckdb holds none of the marts (dbt has not built them yet)
+    submissions: dict[tuple[str, str], _Submission] | None  # None: warehouse.duckdb not read
+    findings: list[Finding] | None
+    images: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def leaderboard(self) -> list[Row]:
+        return self.marts["leaderboard"]
+
+    @property
+    def datasets(self) -> int:
+        return len({r["dataset"] for r in self.marts["dataset_scores"]})
+
+
+# ---------------------------------------------------------------------------------------------- reading the marts
+
+
+def _table_columns(con: Any) -> dict[tuple[str, str], list[str]]:
+    """(schema, table) -> columns, names lowercased (DuckDB matches identifiers case-insensitively)."""
+    rows = con.execute("SELECT table_schema, table_name, column_name FROM information_schema.columns "
+                       "WHERE table_catalog = current_database() ORDER BY table_schema, table_name, "
+                       "ordinal_position").fetchall()
+    out: dict[tuple[str, str], list[str]] = {}
+    for schema, table, column in rows:
+        out.setdefault((schema.lower(), table.lower()), []).append(column)
+    return out
+
+
+def _check_columns(db: Path, table: str, wanted: Sequence[str], present: list[str]) -> None:
+    have = {c.lower() for c in present}
+    missing = [c for c in wanted if c.lower() not in have]
+    if missing:
+        raise ReportSchemaError(
+            f"{db}: table {table} lacks column(s) {', '.join(missing)} (it has: {', '.join(present)}); rename them "
+            f"in the dbt model or update the columns the report reads in bench_assets/report/render.py")
+
+
+def _select(con: Any, table: str, columns: Sequence[str], order_by: str) -> list[Row]:
+    cols = ", ".join(f'"{c}"' for c in columns)
+    rows = con.execute(f'SELECT {cols} FROM main."{table}" ORDER BY {order_by}').fetchall()
+    return [dict(zip(columns, r, strict=True)) for r in rows]
+
+
+def read_marts(report_db: Path) -> tuple[dict[str, list[Row]], bool]:
+    """Every mart's rows (columns by name, fixed order) and whether the marts are absent altogether."""
+    import duckdb
+
+    if not report_db.is_file():
+        raise FileNotFoundError(f"{report_db}: no report database; build it with `dbt build` (the report assets)")
+    with duckdb.connect(str(report_db), read_only=True) as con:
+        tables = _table_columns(con)
+        missing = [t for t in MARTS if ("main", t) not in tables]
+        if len(missing) == len(MARTS) and not any(t in MARTS for _, t in tables):
+            return {t: [] for t in MARTS}, True
+        if missing:
+            where = {t: sorted(s for s, name in tables if name == t) for t in missing}
+            detail = "; ".join(f"{t} (found in schema {', '.join(s)})" if s else t for t, s in where.items())
+            raise ReportSchemaError(f"{report_db}: mart table(s) missing from schema main: {detail}; "
+                                    f"build them with `dbt build` or fix the model names")
+        marts = {}
+        for table, (columns, order_by) in MARTS.items():
+            _check_columns(report_db, table, columns, tables[("main", table)])
+            marts[table] = _select(con, table, columns, order_by)
+    return marts, False
+
+
+def read_submissions(warehouse_db: Path) -> dict[tuple[str, str], _Submission]:
+    """(model, origin) -> validity and reasons from the warehouse's submissions table."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse_db), read_only=True) as con:
+        tables = _table_columns(con)
+        if ("main", "submissions") not in tables:
+            raise ReportSchemaError(f"{warehouse_db}: no table submissions; rebuild the warehouse "
+                                    f"(the loader declares it in bench_assets/report/schema.py)")
+        _check_columns(warehouse_db, "submissions", SUBMISSION_COLUMNS, tables[("main", "submissions")])
+        rows = _select(con, "submissions", SUBMISSION_COLUMNS, "model, origin")
+    return {(r["model"], r["origin"]): _Submission(r["valid_submission"], tuple(r["invalid_reasons"] or ()))
+            for r in rows}
+
+
+def _normalize_findings(findings: Sequence[Any] | None) -> list[Finding] | None:
+    if findings is None:
+        return None
+    out = []
+    for i, f in enumerate(findings):
+        if len(f) != 4:
+            raise ValueError(f"findings[{i}] = {f!r}: expected (check_name, asset, severity, description)")
+        check, asset, severity, description = f
+        severity = str(getattr(severity, "value", severity))  # accepts dagster's AssetCheckSeverity enum too
+        out.append((str(check), str(asset), severity, str(description)))
+    return sorted(out, key=lambda f: (SEVERITY_ORDER.get(f[2].upper(), 2), f[1], f[0], f[3]))
+
+
+# ---------------------------------------------------------------------------------------------- formatting
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    v = float(x)
+    return None if math.isnan(v) else v
+
+
+def fmt_ap(x: Any) -> str:
+    v = _num(x)
+    return "—" if v is None else f"{round(100 * v, 1) + 0.0:.1f}"  # + 0.0 turns -0.0 into 0.0
+
+
+def fmt_ap_diff(x: Any) -> str:
+    v = _num(x)
+    return "—" if v is None else f"{round(100 * v, 1) + 0.0:+.1f}"
+
+
+def _fmt_float(x: Any, digits: int = 1) -> str:
+    v = _num(x)
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def _fmt_count(x: Any) -> str:
+    v = _num(x)
+    if v is None:
+        return "—"
+    return str(int(v)) if v == int(v) else f"{v:.1f}"
+
+
+def _fmt_bool(x: Any) -> str:
+    return "—" if x is None else ("yes" if x else "no")
+
+
+# ---------------------------------------------------------------------------------------------- document model
+# Both outputs render one list of blocks, so report.md and index.html never disagree on content.
+
+
+@dataclass(frozen=True)
+class _Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class _Para:
+    text: str
+
+
+@dataclass(frozen=True)
+class _Item:
+    lead: str  # shown bold
+    text: str
+    sub: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Bullets:
+    items: tuple[_Item, ...]
+
+
+@dataclass(frozen=True)
+class _Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numeric: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class _Image:
+    key: str
+
+
+_Block = _Heading | _Para | _Bullets | _Table | _Image
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> _Table:
+    return _Table(tuple(headers), tuple(tuple(r) for r in rows), frozenset(numeric))
+
+
+def _ap_of(rows: list[Row], key: str = "mAP50_95") -> dict[tuple[str, str], float | None]:
+    return {(r["model"], r["origin"]): _num(r[key]) for r in rows}
+
+
+def _leaderboard_table(rows: list[Row], compact: bool = False) -> _Table:
+    if compact:
+        return _table(["Rank", "Model", "Origin", "Datasets", "mAP50-95", "mAP50", "Valid submission"],
+                      [[_fmt_count(r["rank"]), r["model"], r["origin"],
+                        f"{_fmt_count(r['datasets_scored'])}/{_fmt_count(r['datasets_expected'])}",
+                        fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"]), _fmt_bool(r["valid_submission"])] for r in rows],
+                      numeric=[0, 3, 4, 5])
+    return _table(["Rank", "Model", "Origin", "Datasets", "mAP50-95", "mAP50", "mAP75", "AR@max_det",
+                   "Median train min", "GPU-hours", "Median best epoch", "Recipe conformant", "Valid submission"],
+                  [[_fmt_count(r["rank"]), r["model"], r["origin"],
+                    f"{_fmt_count(r['datasets_scored'])}/{_fmt_count(r['datasets_expected'])}",
+                    fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"]), fmt_ap(r["mAP75"]), fmt_ap(r["AR_max_det"]),
+                    _fmt_float(r["median_train_minutes"]), _fmt_float(r["gpu_hours"]),
+                    _fmt_float(r["median_best_epoch"]), _fmt_bool(r["recipe_conformant"]),
+                    _fmt_bool(r["valid_submission"])] for r in rows],
+                  numeric=range(3, 11))
+
+
+def _headline(data: _Data) -> list[_Block]:
+    subs = data.submissions or {}
+    not_read = data.submissions is None
+    items = []
+    for r in data.leaderboard:
+        key = (r["model"], r["origin"])
+        text = (f"({r['origin']}, rank {_fmt_count(r['rank'])}): mAP50-95 {fmt_ap(r['mAP50_95'])}, "
+                f"mAP50 {fmt_ap(r['mAP50'])} on {_fmt_count(r['datasets_scored'])}/"
+                f"{_fmt_count(r['datasets_expected'])} datasets")
+        if r["recipe_conformant"] is False:
+            text += "; recipe not conformant to the protocol"
+        sub = subs.get(key)
+        items.append(_validity_item(r["model"], text, sub.valid if sub else r["valid_submission"],
+                                    sub.reasons if sub else (), not_read))
+    listed = {(r["model"], r["origin"]) for r in data.leaderboard}
+    for (model, origin), sub in sorted(subs.items()):
+        if (model, origin) not in listed:
+            items.append(_validity_item(model, f"({origin}): a submission but no scored dataset in the marts",
+                                        sub.valid, sub.reasons, not_read))
+    return [_Heading("Headline"), _Bullets(tuple(items))] if items else []
+
+
+def _validity_item(model: str, text: str, valid: bool | None, reasons: tuple[str, ...], not_read: bool) -> _Item:
+    if valid is True:
+        return _Item(model, text + "; submittable.")
+    if valid is None:
+        return _Item(model, text + "; no submission yet.")
+    if not reasons:
+        reasons = ("reasons not recorded" + (" (warehouse.duckdb was not read)" if not_read else ""),)
+    return _Item(model, text + "; not submittable because:", reasons)
+
+
+def _findings_blocks(findings: list[Finding] | None) -> list[_Block]:
+    if findings is None:
+        return []
+    if not findings:
+        return [_Heading("Failing checks"), _Para("No failing asset checks.")]
+    return [_Heading("Failing checks"),
+            _Para(f"{len(findings)} asset check(s) failed; read these before trusting the numbers below."),
+            _table(["Severity", "Asset", "Check", "Description"], [[s, a, c, d] for c, a, s, d in findings])]
+
+
+def _comparison_verdict(r: Row) -> str:
+    low, high, diff = _num(r["ci_low"]), _num(r["ci_high"]), _num(r["mean_diff"])
+    distinguishable = r["distinguishable"]
+    if distinguishable is None and low is not None and high is not None:
+        distinguishable = low > 0 or high < 0
+    if distinguishable is None or diff is None:
+        return "undefined (no shared scores)"
+    if not distinguishable:
+        return "within noise: the interval includes 0, the data do not separate them"
+    leader = r["model_a"] if diff > 0 else r["model_b"]
+    return f"{leader} ahead by {fmt_ap(abs(diff))} points"
+
+
+def _valid_test_gaps(rows: list[Row]) -> list[Row]:
+    """Our datasets with both scores, largest |test - valid| first (ties by model, dataset)."""
+    both = [r for r in rows if r["origin"] == "ours" and _num(r["valid_mAP50_95"]) is not None
+            and _num(r["mAP50_95"]) is not None]
+    return sorted(both, key=lambda r: (-abs(r["mAP50_95"] - r["valid_mAP50_95"]), r["model"], r["dataset"]))
+
+
+def _outside_noise(r: Row) -> bool:
+    return abs(r["mAP50_95"] - r["valid_mAP50_95"]) > NOISE_BAND
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _blocks(data: _Data) -> list[_Block]:
+    m = data.marts
+    out: list[_Block] = [_Heading("RF100-VL benchmark report", 1), _Para(FORMAT_NOTE)]
+    out += _findings_blocks(data.findings)
+    if not data.leaderboard:
+        why = ("report.duckdb holds no mart tables yet: run `dbt build` once scores exist."
+               if data.marts_absent else "the leaderboard mart is empty: no model has a scored dataset.")
+        out += [_Heading("No models yet"), _Para(f"No models yet — {why}")]
+        out += _headline(data)
+        return out
+    ours = sum(r["origin"] == "ours" for r in data.leaderboard)
+    published = sum(r["origin"] == "published" for r in m["published_comparison"])
+    out.append(_Para(f"{_plural(len(data.leaderboard), 'model')} ({ours} ours, {len(data.leaderboard) - ours} "
+                     f"imported) scored on {_plural(data.datasets, 'dataset')}; "
+                     f"{_plural(published, 'published reference')}."))
+    out += _headline(data)
+    out += [_Heading("Leaderboard"), _leaderboard_table(data.leaderboard)]
+    if "leaderboard" in data.images:
+        out.append(_Image("leaderboard"))
+
+    out += [_Heading("Domains"), _table(["Domain", "Model", "Origin", "Datasets", "mAP50-95", "mAP50"],
+                                        [[r["domain"], r["model"], r["origin"], _fmt_count(r["datasets"]),
+                                          fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"])] for r in m["domain_scores"]],
+                                        numeric=[3, 4, 5])]
+    if "domains" in data.images:
+        out.append(_Image("domains"))
+
+    out += [_Heading("Train cost")]
+    out.append(_table(["Model", "Datasets trained", "Median train min", "Total GPU-hours", "Median best epoch",
+                       "Mean epochs done", "Resumed runs"],
+                      [[r["model"], _fmt_count(r["datasets_trained"]), _fmt_float(r["median_train_minutes"]),
+                        _fmt_float(r["total_gpu_hours"]), _fmt_float(r["median_best_epoch"]),
+                        _fmt_float(r["mean_epochs_done"]), _fmt_count(r["resumed_runs"])] for r in m["train_cost"]],
+                      numeric=range(1, 7)) if m["train_cost"] else _Para("No training runs of ours."))
+
+    weakest = [r for r in m["weakest_datasets"] if _num(r["rank"]) is not None and r["rank"] <= WEAKEST_PER_MODEL]
+    out += [_Heading(f"{WEAKEST_PER_MODEL} weakest datasets per model"),
+            _table(["Model", "Origin", "Rank", "Dataset", "Domain", "mAP50-95"],
+                   [[r["model"], r["origin"], _fmt_count(r["rank"]), r["dataset"], r["domain"],
+                     fmt_ap(r["mAP50_95"])] for r in weakest], numeric=[2, 5])]
+
+    out.append(_Heading("Selection (valid) vs test"))
+    all_gaps = _valid_test_gaps(m["dataset_scores"])
+    gaps = all_gaps[:GAPS_LISTED]
+    if gaps:
+        outside = sum(_outside_noise(r) for r in all_gaps)
+        out.append(_Para(f"{outside} of {len(all_gaps)} (model, dataset) pairs of ours differ by more than "
+                         f"{100 * NOISE_BAND:.0f} points between valid and test (circled on the plot)."))
+        out.append(_Para(f"On a healthy run valid and test AP track within noise; the {len(gaps)} largest gaps "
+                         f"(a gap far outside noise is a bug report, not a hard dataset: a BatchNorm mismatch once "
+                         f"showed valid 56.6, test 16.2):"))
+        out.append(_table(["Model", "Dataset", "Domain", "Valid mAP50-95", "Test mAP50-95", "Test - valid"],
+                          [[r["model"], r["dataset"], r["domain"], fmt_ap(r["valid_mAP50_95"]), fmt_ap(r["mAP50_95"]),
+                            fmt_ap_diff(r["mAP50_95"] - r["valid_mAP50_95"])] for r in gaps], numeric=[3, 4, 5]))
+        out.append(_Image("valid_vs_test"))
+    else:
+        out.append(_Para("No dataset of ours has both a valid and a test score."))
+    if "datasets" in data.images:
+        out += [_Heading("Per-dataset AP"), _Image("datasets")]
+
+    out.append(_Heading("Published comparison"))
+    out.append(_table(["Rank", "Model", "Origin", "Family", "Size", "mAP50-95", "Datasets", "vs best published"],
+                      [[_fmt_count(r["rank_overall"]), r["model"], r["origin"], r["family"] or "—", r["size"] or "—",
+                        fmt_ap(r["mAP50_95"]), _fmt_count(r["datasets_scored"]),
+                        fmt_ap_diff(r["delta_vs_best_published"])] for r in m["published_comparison"]],
+                      numeric=[0, 5, 6, 7]) if m["published_comparison"] else _Para("No published references."))
+
+    out.append(_Heading("Model comparison"))
+    if m["model_comparison"]:
+        out.append(_Para("Mean difference A - B in mAP50-95 over the datasets both models scored, with a paired "
+                         "bootstrap interval that resamples datasets; an interval that includes 0 means the "
+                         "difference is within noise."))
+        out.append(_table(["A", "B", "Datasets", "Mean A - B", "Interval", "Verdict"],
+                          [[r["model_a"], r["model_b"], _fmt_count(r["datasets"]), fmt_ap_diff(r["mean_diff"]),
+                            f"[{fmt_ap_diff(r['ci_low'])}, {fmt_ap_diff(r['ci_high'])}]", _comparison_verdict(r)]
+                           for r in m["model_comparison"]], numeric=[2, 3]))
+    else:
+        out.append(_Para("No pair of models shares a scored dataset."))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- markdown and HTML
+
+
+def _md(text: Any) -> str:
+    s = str(text).replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(s.replace("|", "\\|").split())
+
+
+def _md_table(t: _Table) -> list[str]:
+    lines = ["| " + " | ".join(_md(h) for h in t.headers) + " |",
+             "|" + "|".join("---:" if i in t.numeric else "---" for i in range(len(t.headers))) + "|"]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
+    return lines
+
+
+def to_markdown(blocks: Sequence[_Block]) -> str:
+    lines: list[str] = []
+    for b in blocks:
+        if isinstance(b, _Heading):
+            lines += ["#" * b.level + " " + _md(b.text), ""]
+        elif isinstance(b, _Para):
+            lines += [_md(b.text), ""]
+        elif isinstance(b, _Bullets):
+            for it in b.items:
+                lines.append(f"- **{_md(it.lead)}** {_md(it.text)}")
+                lines += [f"  - {_md(s)}" for s in it.sub]
+            lines.append("")
+        elif isinstance(b, _Table):
+            lines += _md_table(b) + [""]
+        else:
+            name, alt = PLOTS[b.key]
+            lines += [f"![{_md(alt)}]({name})", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
+th { background: #f3f3f3; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tbody tr:nth-child(even) { background: #fafafa; }
+img { max-width: 100%; height: auto; }
+figure { margin: 0.5em 0 1.5em; }
+figcaption { color: #555; font-size: 0.9em; }
+"""
+
+
+def to_html(blocks: Sequence[_Block], images: dict[str, bytes]) -> str:
+    e = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             # Nothing but inline styles and embedded images may load: the page works offline and by mail.
+             '<meta http-equiv="Content-Security-Policy" '
+             "content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+             "<title>RF100-VL benchmark report</title>", f"<style>{_CSS}</style>", "</head>", "<body>"]
+    for b in blocks:
+        if isinstance(b, _Heading):
+            parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
+        elif isinstance(b, _Para):
+            parts.append(f"<p>{e(b.text)}</p>")
+        elif isinstance(b, _Bullets):
+            parts.append("<ul>")
+            for it in b.items:
+                sub = "".join(f"<li>{e(s)}</li>" for s in it.sub)
+                parts.append(f"<li><strong>{e(it.lead)}</strong> {e(it.text)}" + (f"<ul>{sub}</ul>" if sub else "")
+                             + "</li>")
+            parts.append("</ul>")
+        elif isinstance(b, _Table):
+            head = "".join(f"<th>{e(h)}</th>" for h in b.headers)
+            rows = "".join("<tr>" + "".join(f'<td class="num">{e(c)}</td>' if i in b.numeric else f"<td>{e(c)}</td>"
+                                            for i, c in enumerate(row)) + "</tr>\n" for row in b.rows)
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>\n{rows}</tbody></table>")
+        else:
+            alt = PLOTS[b.key][1]
+            uri = "data:image/png;base64," + base64.b64encode(images[b.key]).decode("ascii")
+            parts.append(f'<figure><img alt="{e(alt)}" src="{uri}"><figcaption>{e(alt)}</figcaption></figure>')
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- plots
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _png(fig: Any, dpi: int) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})  # no version tag: same bytes every run
+    return buf.getvalue()
+
+
+def _plot_context() -> Any:
+    import matplotlib.style
+
+    # The built-in style, whatever matplotlibrc says, and no mathtext: a "$" in a model name is just a character.
+    return matplotlib.style.context(["default", {"text.parse_math": False, "font.size": 9}])
+
+
+def _leaderboard_bars(data: _Data) -> list[tuple[str, str, float | None]]:
+    rows = data.marts["published_comparison"] or data.leaderboard
+    bars = [(r["model"], r["origin"], _num(r["mAP50_95"])) for r in rows]
+    return sorted(bars, key=lambda b: (b[2] is None, -(b[2] or 0.0), b[0], b[1]))
+
+
+def plot_leaderboard(data: _Data, dpi: int = DPI) -> bytes:
+    from matplotlib.patches import Patch
+
+    bars = _leaderboard_bars(data)
+    with _plot_context():
+        fig = _figure(8, 1.2 + 0.28 * len(bars))
+        ax = fig.add_subplot()
+        values = [100 * v if v is not None else 0.0 for _, _, v in bars]
+        ys = list(range(len(bars)))
+        ax.barh(ys, values, color=[ORIGIN_COLOURS.get(o, "#2ca02c") for _, o, _ in bars], height=0.7)
+        for y, (_, _, v), x in zip(ys, bars, values, strict=True):
+            ax.text(x + 0.4, y, fmt_ap(v) if v is not None else "n/a", va="center", fontsize=8)
+        ax.set_yticks(ys, [m for m, _, _ in bars])
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(max(values, default=0.0) * 1.12, 10))
+        ax.set_xlabel("mAP50-95 (x100)")
+        ax.set_title("RF100-VL leaderboard")
+        origins = sorted({o for _, o, _ in bars}, key=lambda o: (list(ORIGIN_COLOURS).index(o)
+                                                                 if o in ORIGIN_COLOURS else 9, o))
+        ax.legend(handles=[Patch(color=ORIGIN_COLOURS.get(o, "#2ca02c"), label=o) for o in origins],
+                  loc="lower right", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        return _png(fig, dpi)
+
+
+def _model_colours(models: Sequence[str]) -> dict[str, Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"] if len(models) > 10 else colormaps["tab10"]
+    return {m: cmap(i % cmap.N) for i, m in enumerate(models)}
+
+
+def _model_label(r: Row, data: _Data) -> str:
+    clash = {r2["model"] for r2 in data.leaderboard if r2["origin"] != r["origin"]}
+    return f"{r['model']} ({r['origin']})" if r["model"] in clash else r["model"]
+
+
+def plot_domains(data: _Data, dpi: int = DPI) -> bytes:
+    rows = data.marts["domain_scores"]
+    domains = sorted({r["domain"] for r in rows if r["domain"] is not None})
+    models = [(r["model"], r["origin"]) for r in data.leaderboard]
+    labels = [_model_label(r, data) for r in data.leaderboard]
+    value = {(r["model"], r["origin"], r["domain"]): _num(r["mAP50_95"]) for r in rows}
+    colours = _model_colours(labels)
+    width = 0.8 / max(len(models), 1)
+    with _plot_context():
+        fig = _figure(min(18.0, 4 + len(domains) * (0.7 + 0.18 * len(models))), 5)
+        ax = fig.add_subplot()
+        for i, ((model, origin), label) in enumerate(zip(models, labels, strict=True)):
+            xs = [d + (i - (len(models) - 1) / 2) * width for d in range(len(domains))]
+            vs = [value.get((model, origin, dom)) for dom in domains]
+            ax.bar(xs, [100 * v if v is not None else 0.0 for v in vs], width=width, color=colours[label],
+                   label=label, hatch="//" if origin != "ours" else None)
+        ax.set_xticks(range(len(domains)), domains, rotation=20, ha="right")
+        ax.set_ylabel("mAP50-95 (x100)")
+        ax.set_title("mAP50-95 per domain (hatched: imported)")
+        ax.grid(axis="y", alpha=0.3)
+        fig.legend(loc="outside right upper", fontsize=7, ncols=1 if len(models) <= 20 else 2)
+        return _png(fig, dpi)
+
+
+def plot_valid_vs_test(data: _Data, dpi: int = DPI) -> bytes:
+    gaps = _valid_test_gaps(data.marts["dataset_scores"])
+    models = sorted({r["model"] for r in gaps})
+    colours = _model_colours(models)
+    with _plot_context():
+        fig = _figure(7, 7)
+        ax = fig.add_subplot()
+        band = 100 * NOISE_BAND
+        ax.fill_between([0, 100], [-band, 100 - band], [band, 100 + band], color="#dddddd", alpha=0.6,
+                        label=f"within ±{band:.0f} points")
+        ax.plot([0, 100], [0, 100], color="#555555", linewidth=1, label="test = valid")
+        for model in models:
+            pts = [r for r in gaps if r["model"] == model]
+            ax.scatter([100 * r["valid_mAP50_95"] for r in pts], [100 * r["mAP50_95"] for r in pts], s=16,
+                       color=colours[model], label=model, alpha=0.85, edgecolors="none")
+        for r in [r for r in gaps if _outside_noise(r)][:GAPS_LISTED]:
+            ax.scatter([100 * r["valid_mAP50_95"]], [100 * r["mAP50_95"]], s=60, facecolors="none",
+                       edgecolors="#b00000", linewidths=1.2)
+            label = r["dataset"] if len(models) == 1 else f"{r['dataset']} ({r['model']})"
+            ax.annotate(label, (100 * r["valid_mAP50_95"], 100 * r["mAP50_95"]), xytext=(4, -10),
+                        textcoords="offset points", fontsize=7, color="#b00000")
+        ax.set_xlim(0, 100)
+        ax.set_ylim(0, 100)
+        ax.set_aspect("equal")
+        ax.set_xlabel("valid mAP50-95 (x100, checkpoint selection)")
+        ax.set_ylabel("test mAP50-95 (x100)")
+        ax.set_title("Selection vs test per dataset (ours)")
+        ax.legend(loc="upper left", fontsize=7, ncols=1 if len(models) <= 12 else 2)
+        ax.grid(alpha=0.3)
+        return _png(fig, dpi)
+
+
+def plot_datasets(data: _Data, dpi: int = DPI) -> bytes:
+    import numpy as np
+    from matplotlib import colormaps
+
+    rows = data.marts["dataset_scores"]
+    domains = sorted({r["domain"] or "unknown" for r in rows})
+    cmap = colormaps["tab10"]
+    colour = {d: cmap(i % cmap.N) for i, d in enumerate(domains)}
+    models = [(r["model"], r["origin"]) for r in data.leaderboard]
+    labels = [_model_label(r, data) for r in data.leaderboard]
+    with _plot_context():
+        fig = _figure(9, 1.2 + 0.42 * len(models))
+        ax = fig.add_subplot()
+        rng = np.random.default_rng(0)  # fixed jitter: same picture every run
+        for y, (model, origin) in enumerate(models):
+            pts = [r for r in rows if r["model"] == model and r["origin"] == origin and _num(r["mAP50_95"])
+                   is not None]
+            jitter = rng.uniform(-0.22, 0.22, size=len(pts))
+            ax.scatter([100 * r["mAP50_95"] for r in pts], y + jitter, s=10, alpha=0.8, edgecolors="none",
+                       color=[colour[r["domain"] or "unknown"] for r in pts])
+            if pts:
+                ax.plot([100 * float(np.mean([r["mAP50_95"] for r in pts]))] * 2, [y - 0.35, y + 0.35],
+                        color="black", linewidth=1.5)
+        for d in domains:
+            ax.scatter([], [], s=10, color=colour[d], label=d)
+        ax.set_yticks(range(len(models)), labels)
+        ax.set_ylim(len(models) - 0.5, -0.5)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("mAP50-95 (x100) per dataset; black bar: mean over the datasets shown")
+        ax.set_title("Per-dataset AP")
+        ax.grid(axis="x", alpha=0.3)
+        fig.legend(loc="outside right upper", fontsize=7, title="domain", title_fontsize=7)
+        return _png(fig, dpi)
+
+
+def _render_plots(data: _Data) -> dict[str, bytes]:
+    if not data.leaderboard:
+        return {}
+    images = {"leaderboard": plot_leaderboard(data)}
+    if data.marts["domain_scores"]:
+        images["domains"] = plot_domains(data)
+    if _valid_test_gaps(data.marts["dataset_scores"]):
+        images["valid_vs_test"] = plot_valid_vs_test(data)
+    if any(_num(r["mAP50_95"]) is not None for r in data.marts["dataset_scores"]):
+        images["datasets"] = plot_datasets(data)
+    return images
+
+
+# ---------------------------------------------------------------------------------------------- summary and entry
+
+
+def _summary(data: _Data, blocks_head: list[_Block]) -> str:
+    if not data.leaderboard:
+        return to_markdown(blocks_head)
+    text = to_markdown([_Para(f"{len(data.leaderboard)} models over {data.datasets} datasets. {FORMAT_NOTE}"),
+                        _leaderboard_table(data.leaderboard, compact=True)])
+    if data.findings:
+        text = f"**{len(data.findings)} failing asset check(s)**; see the report.\n\n" + text
+    # Re-render smaller until the data URI fits; the full-size plot stays in the report itself.
+    for dpi in (DPI, 72, 50, 36):
+        png = data.images["leaderboard"] if dpi == DPI else plot_leaderboard(data, dpi)
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        candidate = text + f"\n![leaderboard]({uri})\n"
+        if len(candidate.encode("utf-8")) <= SUMMARY_MAX_BYTES:
+            return candidate
+    return text + "\n(leaderboard plot left out: too large for metadata; see index.html)\n"
+
+
+def render_report(report_db: Path, out_dir: Path, *, warehouse_db: Path | None = None,
+                  findings: Sequence[Finding] | None = None) -> RenderedReport:
+    """Read the marts (and submissions, when the warehouse exists) and write report.md, index.html and plots.
+
+    `findings`: failing asset checks as (check_name, asset, severity, description), listed first; None omits
+    the section, an empty list says that no check failed.
+    """
+    report_db, out_dir = Path(report_db), Path(out_dir)
+    marts, absent = read_marts(report_db)
+    subs = read_submissions(Path(warehouse_db)) if warehouse_db and Path(warehouse_db).is_file() else None
+    data = _Data(marts, absent, subs, _normalize_findings(findings))
+    data.images = _render_plots(data)
+    blocks = _blocks(data)
+
+    written: dict[str, Path] = {}
+    for key, (name, _) in PLOTS.items():
+        path = out_dir / name
+        if key in data.images:
+            atomic_write_bytes(path, data.images[key])
+            written[key] = path
+        else:
+            path.unlink(missing_ok=True)  # a plot from an earlier render would contradict this report
+    # Pages last: once report.md exists, every image it names does too.
+    atomic_write_text(out_dir / "report.md", to_markdown(blocks))
+    atomic_write_text(out_dir / "index.html", to_html(blocks, data.images))
+    head = [b for b in blocks if not isinstance(b, _Image)]
+    return RenderedReport(out_dir=out_dir, markdown=out_dir / "report.md", html=out_dir / "index.html",
+                          images=written, summary_md=_summary(data, head), models=len(data.leaderboard),
+                          datasets=data.datasets, findings=len(data.findings or ()))
