@@ -330,6 +330,22 @@ def cmd_submission_build(args: argparse.Namespace) -> int:
     return _load_warehouse(instance) or code
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    """Per model: done / running / queued / failed / missing partitions of its suite, and an ETA."""
+    from bench_assets.instance import open_instance
+    from bench_assets.lanes import lanes_from_env
+    from bench_assets.rf100vl.progress import campaign_progress, format_progress
+
+    home = bench_home_path()
+    progress = campaign_progress(home, open_instance(home), [args.model] if args.model else None)
+    if args.json:
+        print(json.dumps([{"model": p.model, "suite": p.suite, "states": p.states,
+                           "eta_seconds": p.eta_seconds(len(lanes_from_env()))} for p in progress], indent=1))
+    else:
+        print(format_progress(progress, len(lanes_from_env())))
+    return 0
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from bench_assets.rescore import rescore_all
 
@@ -373,6 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--config")
     ex.add_argument("--priority")
     ex.set_defaults(fn=cmd_exec)
+    st = sub.add_parser("status", help="campaign progress per model: done/running/queued/failed/missing, ETA")
+    st.add_argument("--model")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(fn=cmd_status)
     sb = sub.add_parser("submission", help="build or import va.submission.v1 files").add_subparsers(
         dest="submission_command", required=True)
     si = sb.add_parser("import", help="load an existing submission (e.g. a published leaderboard entry)")

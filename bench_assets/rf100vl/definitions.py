@@ -7,6 +7,7 @@ from bench_assets.rf100vl.checkpoint_assets import checkpoint
 from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.prediction_assets import predictions
+from bench_assets.rf100vl.schedules import rescore_on_scoring_change, rf100vl_backfill, rf100vl_dataset_backfill
 from bench_assets.rf100vl.score_assets import scores
 from bench_assets.rf100vl.sensors import DATASET_JOB, inbox_sensor
 from bench_assets.rf100vl.submission_assets import submission
@@ -32,6 +33,7 @@ defs = dg.Definitions(
     assets=[catalog, dataset, checkpoint, predictions, scores, submission],
     asset_checks=[*catalog_checks, *dataset_checks],
     jobs=[dataset_job, catalog_job, train_job, campaign_job, eval_job, rescore_job, submission_job],
-    sensors=[inbox_sensor],
+    sensors=[inbox_sensor, rescore_on_scoring_change],
+    schedules=[rf100vl_backfill, rf100vl_dataset_backfill],
     resources={"lanes": GpuLanes()},
 )

@@ -1,0 +1,103 @@
+"""Where a campaign stands: each expected (dataset, model) partition is done, running, queued, failed or
+missing, and when the rest should be finished. Files say what is done (a current score on disk); the
+Dagster instance says what is running, queued or failed (the newest run of the partition).
+
+Used by `bench status` and by the backfill schedule, which requests the missing and failed ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench_assets.rf100vl.evaluation import current_score
+
+STATES = ("done", "running", "queued", "failed", "missing")
+CAMPAIGN_JOBS = ("rf100vl_campaign_job", "rf100vl_train_job", "rf100vl_eval_job")
+_RUN_STATE = {"STARTED": "running", "STARTING": "running", "QUEUED": "queued", "NOT_STARTED": "queued",
+              "FAILURE": "failed", "CANCELED": "failed", "CANCELING": "running", "SUCCESS": None}
+
+
+@dataclass
+class ModelProgress:
+    model: str
+    suite: str
+    states: dict[str, str] = field(default_factory=dict)  # dataset -> state
+    train_seconds: list[float] = field(default_factory=list)  # of finished partitions
+
+    def count(self, state: str) -> int:
+        return sum(1 for s in self.states.values() if s == state)
+
+    def eta_seconds(self, lanes: int) -> float | None:
+        """Remaining partitions x the median wall time of the finished ones, spread over the lanes.
+        None until one partition has finished (an epoch-1-only estimate would be garbage)."""
+        remaining = len(self.states) - self.count("done")
+        if remaining == 0:
+            return 0.0
+        if not self.train_seconds:
+            return None
+        return remaining * median(self.train_seconds) / max(1, lanes)
+
+
+def classify(scored: bool, latest_run_status: str | None) -> str:
+    """The state of one partition from whether a current score exists and its newest run's status."""
+    if scored:
+        return "done"
+    return _RUN_STATE.get(latest_run_status or "", None) or "missing"
+
+
+def latest_runs(instance: Any) -> dict[str, str]:
+    """partition key ("dataset|model") -> status name of its newest campaign/train/eval run."""
+    import dagster as dg
+
+    out: dict[str, str] = {}
+    for job in CAMPAIGN_JOBS:
+        for rec in instance.get_run_records(filters=dg.RunsFilter(job_name=job), limit=100_000):
+            key = rec.dagster_run.tags.get("dagster/partition")
+            if key is None:
+                continue
+            prev = out.get(key)
+            if prev is None or rec.create_timestamp.timestamp() > prev[1]:
+                out[key] = (rec.dagster_run.status.value, rec.create_timestamp.timestamp())  # type: ignore[assignment]
+    return {k: v[0] for k, v in out.items()}  # type: ignore[index]
+
+
+def campaign_progress(home: Path, instance: Any | None, models: list[str] | None = None) -> list[ModelProgress]:
+    import json
+
+    from bench_assets.rf100vl.catalog import suite_members
+    from bench_assets.rf100vl.models import iter_entries
+
+    runs = latest_runs(instance) if instance is not None else {}
+    out = []
+    for entry in iter_entries(home):
+        if models and entry.model not in models:
+            continue
+        names = suite_members(entry.suite) if entry.suite else entry.datasets
+        prog = ModelProgress(entry.model, entry.expected_suite())
+        for name in names:
+            rec = current_score(home, entry.model, name)
+            prog.states[name] = classify(rec is not None, runs.get(f"{name}|{entry.model}"))
+            if rec is not None:
+                pointer = home / "runs" / entry.model / name / "CURRENT"
+                stats = pointer.parent / pointer.read_text().strip() / "stats.json" if pointer.exists() else None
+                if stats is not None and stats.exists():
+                    prog.train_seconds.append(float(json.loads(stats.read_text())["wall_seconds"]))
+        out.append(prog)
+    return out
+
+
+def format_progress(progress: list[ModelProgress], lanes: int) -> str:
+    if not progress:
+        return "no model registered yet: `bench campaign --model M --suite S`"
+    lines = [f"{'model':16s} {'suite':18s} " + " ".join(f"{s:>7s}" for s in STATES) + "   ETA"]
+    for p in progress:
+        eta = p.eta_seconds(lanes)
+        eta_text = "-" if eta is None else ("finished" if eta == 0 else f"{eta / 3600:.1f} h on {lanes} lane(s)")
+        lines.append(f"{p.model:16s} {p.suite:18s} " + " ".join(f"{p.count(s):7d}" for s in STATES) + f"   {eta_text}")
+        failed = sorted(d for d, s in p.states.items() if s == "failed")
+        if failed:
+            lines.append(f"  failed: {', '.join(failed[:10])}{' ...' if len(failed) > 10 else ''}")
+    return "\n".join(lines)
