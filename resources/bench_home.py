@@ -47,6 +47,16 @@ class BenchHome(dg.ConfigurableResource):
         return self.path / "warehouse.duckdb"
 
     @property
+    def report_db_path(self) -> Path:
+        """The dbt report's DuckDB (marts), rebuilt whole by each dbt build and renamed into place."""
+        return self.path / "report.duckdb"
+
+    @property
+    def report_dir(self) -> Path:
+        """The rendered report: report.md, index.html and the plots."""
+        return self.path / "report"
+
+    @property
     def hf_mirror(self) -> str | None:
         return self.hf_repo or os.environ.get("BENCH_HF_REPO") or None
 

@@ -1,0 +1,129 @@
+"""Warehouse + report speed on a synthetic campaign of 20 models x 100 datasets.
+
+Targets: the loader (`rebuild_warehouse`) plus the full dbt build of the report (`build_report_db`: every
+staging model and mart, and every dbt test) <= 30 s on this machine; each campaign-check query <= 1 s.
+
+Setup: `tests/synthetic_campaign.py::make_campaign(home, 20, 100)` writes the artifacts a finished campaign
+leaves (2,000 run dirs with stats.json, result.json of 100 epochs and a small best.pt; 2,000 score records
+with their predictions), plus one imported submission. Generation is not timed.
+
+Measured (each `--repeat` times, median reported, fresh processes not needed: nothing is cached between
+repeats except the OS page cache, which is warm):
+- `rebuild_warehouse`: all tables into a new file, renamed into place;
+- `build_report_db`: `dbt build` into a temp report DB, renamed into place;
+- baseline in the same run: `dbt parse` alone (dbt's own start-up and project parse, the floor of any dbt
+  invocation), so the ratio says how much of the build is our SQL;
+- each check of `bench_assets/report/campaign_checks.py` against the built warehouse (provenance hashes
+  the 6,000 small artifact files; its sha256 cache is emptied before each timing, so this is the cold cost).
+
+    .venv/bin/python benchmarks/report_speed.py [--models 20] [--datasets 100] [--repeat 3]
+
+Prints a markdown table and one JSON line; exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench_assets.report import campaign_checks as cc  # noqa: E402
+from bench_assets.report.warehouse import rebuild_warehouse  # noqa: E402
+from tests.synthetic_campaign import make_campaign  # noqa: E402
+
+LOAD_AND_BUILD_TARGET_S = 30.0
+CHECK_TARGET_S = 1.0
+
+
+def _timed(fn, *args, **kwargs) -> tuple[float, object]:  # noqa: ANN001
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return time.perf_counter() - t0, out
+
+
+def _dbt_parse_seconds(home: Path) -> float:
+    env = {**os.environ, "BENCH_HOME": str(home)}
+    t0 = time.perf_counter()
+    subprocess.run([str(Path(sys.executable).with_name("dbt")), "parse", "--project-dir", str(REPO / "dbt_report"),
+                    "--profiles-dir", str(REPO / "dbt_report"), "--quiet"], env=env, check=True,
+                   capture_output=True)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=int, default=20)
+    ap.add_argument("--datasets", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    from bench_assets.report.dbt_assets import build_report_db
+    from bench_assets.rf100vl.submission import build_submission, import_submission
+
+    work = Path(tempfile.mkdtemp(prefix="bench-report-speed-"))
+    home = work / "bench"
+    os.environ["BENCH_HOME"] = str(home)
+    try:
+        t_gen, _ = _timed(make_campaign, home, args.models, args.datasets, 0)
+        doc = build_submission(home, "syna-t", tree={"commit": "x", "dirty": False, "changed_files": []})
+        doc["model"]["name"] = "published-lab-m"
+        (work / "published.json").write_text(json.dumps(doc))
+        import_submission(home, work / "published.json")
+        wh = home / "warehouse.duckdb"
+        loads, builds, parses = [], [], []
+        counts: dict = {}
+        marts: dict = {}
+        for _ in range(args.repeat):
+            t, counts = _timed(rebuild_warehouse, home, wh)
+            loads.append(t)
+            t, marts = _timed(build_report_db, home)
+            builds.append(t)
+            parses.append(_dbt_parse_seconds(home))
+        checks = {}
+        cache = home / "cache" / "bench_sha.json"
+        for fn in (cc.selection_vs_test, cc.adjacent_size_gap, cc.coverage, cc.protocol_conformance,
+                   cc.scoring_integrity, cc.provenance):
+            times = []
+            for _ in range(args.repeat):
+                cache.unlink(missing_ok=True)
+                kwargs = {"cache_file": cache} if fn is cc.provenance else {}
+                t, finding = _timed(fn, wh, **kwargs)
+                times.append(t)
+                if not finding.passed:
+                    print(f"warning: {fn.__name__} failed on clean synthetic data: {finding.description}",
+                          file=sys.stderr)
+            checks[fn.__name__] = statistics.median(times)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    load, build, parse = (statistics.median(x) for x in (loads, builds, parses))
+    total = load + build
+    print(f"synthetic campaign: {args.models} models x {args.datasets} datasets (+1 imported submission), "
+          f"generated in {t_gen:.1f} s; rows: {counts}")
+    print(f"marts: {marts}\n")
+    print("| step | median s | target | ratio |")
+    print("|---|---|---|---|")
+    print(f"| loader (rebuild_warehouse) | {load:.2f} | | |")
+    print(f"| dbt build of the report | {build:.2f} | | {build / parse:.2f}x `dbt parse` ({parse:.2f} s) |")
+    print(f"| loader + dbt build | {total:.2f} | <= {LOAD_AND_BUILD_TARGET_S:g} s | |")
+    for name, t in checks.items():
+        print(f"| check `{name}` | {t:.3f} | <= {CHECK_TARGET_S:g} s | |")
+    ok = total <= LOAD_AND_BUILD_TARGET_S and all(t <= CHECK_TARGET_S for t in checks.values())
+    print(json.dumps({"models": args.models, "datasets": args.datasets, "load_s": round(load, 3),
+                      "dbt_build_s": round(build, 3), "dbt_parse_s": round(parse, 3), "total_s": round(total, 3),
+                      "checks_s": {k: round(v, 4) for k, v in checks.items()}, "ok": ok}))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
