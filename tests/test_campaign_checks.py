@@ -202,3 +202,23 @@ def test_checks_run_through_dagster_and_fail_the_cli_outcome(home: Path, monkeyp
         assert any(e.startswith("check selection_vs_test failed on report/warehouse") and ds in e for e in bad.errors)
     finally:
         instance.dispose()
+
+
+def test_readers_never_meet_the_loaders_lock(home: Path) -> None:
+    """Checks read while another process rebuilds the warehouse over and over: no read fails on a lock."""
+    import subprocess
+    import sys
+
+    wh = _load(home)
+    loop = ("import sys; from pathlib import Path; from bench_assets.report.warehouse import rebuild_warehouse\n"
+            "for i in range(int(sys.argv[3])): rebuild_warehouse(Path(sys.argv[1]), Path(sys.argv[2]))\n"
+            "print('loads done')")
+    loader = subprocess.Popen([sys.executable, "-c", loop, str(home), str(wh), "15"], stdout=subprocess.PIPE,
+                              text=True)
+    reads = 0
+    while loader.poll() is None:
+        assert cc.selection_vs_test(wh).passed
+        assert cc.coverage(wh).passed
+        reads += 2
+    assert loader.returncode == 0 and loader.stdout.read().strip() == "loads done"
+    assert reads >= 10  # the reads really overlapped the loads
