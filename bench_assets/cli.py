@@ -346,6 +346,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    """Upload a model's results and/or checkpoints to a HF dataset repo, then verify by listing the remote."""
+    from bench_assets.rf100vl.publish import publish_main
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr if msg.startswith("publish failed") else sys.stdout)
+
+    return publish_main(bench_home_path(), args.model, args.repo, args.tier, dry_run=args.dry_run,
+                        append=args.append, log=log)
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from bench_assets.rescore import rescore_all
 
@@ -401,6 +412,15 @@ def build_parser() -> argparse.ArgumentParser:
     sbb = sb.add_parser("build", help="(re)build a model's submission from its current scores")
     sbb.add_argument("--model", required=True)
     sbb.set_defaults(fn=cmd_submission_build)
+    pb = sub.add_parser("publish", help="upload a model's results/checkpoints to a HF dataset repo and verify them "
+                                        "by listing the remote (token from HF_TOKEN)")
+    pb.add_argument("--model", required=True)
+    pb.add_argument("--repo", required=True, help="OWNER/NAME of a Hugging Face dataset repo")
+    pb.add_argument("--tier", required=True, choices=["results", "checkpoints", "all"])
+    pb.add_argument("--dry-run", action="store_true", help="print the file plan, upload nothing")
+    pb.add_argument("--append", action="store_true", help="add to an already published run (identical files are "
+                                                          "skipped, differing ones fail)")
+    pb.set_defaults(fn=cmd_publish)
     rs = sub.add_parser("rescore", help="recompute scores from saved predictions with the reference backend")
     rs.add_argument("--model")
     rs.add_argument("--datasets", help="comma-separated names")
