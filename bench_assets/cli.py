@@ -81,7 +81,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         code = run_campaign("rf100vl_campaign_job", DEMO_MODEL, suite="mini", recipe="smoke",
                             lanes=args.lanes) or code
         _print_scores(home)
-    print(f"\nBENCH_HOME={home}\nwarehouse: {home / 'warehouse.duckdb'}\nsee it in the UI: make ui")
+        code = _build_report(instance) or code
+    print(f"\nBENCH_HOME={home}\nwarehouse: {home / 'warehouse.duckdb'}")
+    if (home / "report" / "index.html").exists():
+        print(f"report: {home / 'report' / 'index.html'} (markdown: {home / 'report' / 'report.md'})")
+    print("see it in the UI: make ui")
     return 1 if failed or code else 0
 
 
@@ -175,8 +179,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from bench_assets.instance import open_instance
+    from bench_assets.report.dbt_assets import prepare_manifest
 
     open_instance(bench_home_path())  # DAGSTER_HOME + pool limits before the daemon reads them
+    prepare_manifest()  # the code server loads the dbt assets from it
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO_ROOT / "workspace.yaml"),
            "-h", args.host, "-p", str(args.port)]
 
@@ -330,6 +336,32 @@ def cmd_submission_build(args: argparse.Namespace) -> int:
     return _load_warehouse(instance) or code
 
 
+def _build_report(instance) -> int:  # noqa: ANN001
+    from bench_assets.instance import execute
+
+    return _report(execute(instance, "report_job"), "report")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Warehouse, dbt marts and the rendered report from the artifacts on disk; print (or open) where it is."""
+    from bench_assets.instance import open_instance
+
+    home = bench_home_path()
+    code = _build_report(open_instance(home))
+    html, md = home / "report" / "index.html", home / "report" / "report.md"
+    if not html.exists():
+        return code or _fail("no report was rendered; see the run in the UI")
+    print(f"report: {html}\nmarkdown: {md}")
+    if code:
+        print("bench: the report was built, but checks failed (listed at its top and above)", file=sys.stderr)
+    if args.open:
+        import webbrowser
+
+        if not webbrowser.open(html.as_uri()):
+            print(f"bench: no browser available here; open {html.as_uri()}", file=sys.stderr)
+    return code
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     """Per model: done / running / queued / failed / missing partitions of its suite, and an ETA."""
     from bench_assets.instance import open_instance
@@ -400,6 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--config")
     ex.add_argument("--priority")
     ex.set_defaults(fn=cmd_exec)
+    rp = sub.add_parser("report", help="build the report (warehouse, dbt marts, report.md + index.html) and print "
+                                       "where it is")
+    rp.add_argument("--open", action="store_true", help="open index.html in a browser")
+    rp.set_defaults(fn=cmd_report)
     st = sub.add_parser("status", help="campaign progress per model: done/running/queued/failed/missing, ETA")
     st.add_argument("--model")
     st.add_argument("--json", action="store_true")

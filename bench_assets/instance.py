@@ -128,6 +128,9 @@ def _errors(result: Any) -> list[str]:
 
 def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str | None = None,
             run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None) -> RunOutcome:
+    from bench_assets.report.dbt_assets import prepare_manifest
+
+    prepare_manifest()  # the dbt assets load from a manifest; a fresh clone or an edited model needs a parse
     from definitions import defs
 
     job = defs.resolve_job_def(job_name)

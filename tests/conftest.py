@@ -16,6 +16,13 @@ CORPUS = REPO / "tests" / "corpus"
 BENCH = [sys.executable, "-m", "bench_assets.cli"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # A fresh clone has no dbt manifest (dbt_report/target is ignored); the code location needs one.
+    from bench_assets.report.dbt_assets import prepare_manifest
+
+    prepare_manifest()
+
+
 @pytest.fixture
 def bench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "bench"

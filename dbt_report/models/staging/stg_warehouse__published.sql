@@ -1,0 +1,7 @@
+select
+    model,
+    family,
+    size,
+    mAP50_95,
+    source
+from {{ source('warehouse', 'published') }}

@@ -1,0 +1,22 @@
+select
+    model,
+    origin,
+    cast(created_at as timestamp) as created_at,
+    split,
+    suite,
+    expected_datasets,
+    datasets_scored,
+    mAP50_95,
+    mAP50,
+    mAP75,
+    AR_max_det,
+    conf,
+    nms_iou,
+    max_det,
+    recipe_sha256,
+    dataset_versions_sha256,
+    valid_submission,
+    invalid_reasons,
+    path as submission_file,
+    file_sha256
+from {{ source('warehouse', 'submissions') }}

@@ -1,0 +1,4 @@
+select
+    suite,
+    dataset
+from {{ source('warehouse', 'suites') }}

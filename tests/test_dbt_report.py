@@ -1,0 +1,350 @@
+"""The dbt report over a hand-written warehouse: real numbers in every mart, loud failures, Dagster checks.
+
+The warehouse is written table by table with the loader's declared schemas (schema.create_sql), so the marts
+are checked against values computed here from the same rows, independently of SQL.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from itertools import combinations
+from pathlib import Path
+from statistics import fmean, median
+from typing import Any
+
+import duckdb
+import pytest
+
+from bench_assets.report.dbt_assets import ReportBuildError, build_report_db, prepare_manifest, report_db_path
+from bench_assets.report.schema import TABLE_SCHEMAS, create_sql
+
+NOT_IN_CATALOG = "(not in RF100-VL)"
+CATALOG = {"aerial-a": "Aerial", "aerial-b": "Aerial", "doc-a": "Document", "doc-b": "Document",
+           "med-a": "Medical", "med-b": "Medical", "unscored-c": "Sports"}
+LAB = ["aerial-a", "aerial-b", "doc-a", "doc-b", "med-a", "med-b", "mini-shapes"]  # the campaigns' suite
+# (model, dataset) -> mAP50_95, mAP50, mAP75, AR_max_det of the current test score; None = undefined (COCO -1)
+OURS = {
+    "yolov9-t": {"aerial-a": (0.40, 0.60, 0.42, 0.55), "aerial-b": (0.30, 0.50, 0.31, 0.45),
+                 "doc-a": (0.62, 0.80, 0.66, 0.70), "doc-b": (0.55, 0.75, 0.58, None),
+                 "med-a": (0.20, 0.35, 0.18, 0.30), "med-b": (0.25, 0.42, 0.24, 0.36),
+                 "mini-shapes": (0.70, 0.90, 0.75, 0.80),
+                 "mini-tiny": (0.99, 0.99, 0.99, 0.99)},  # outside the campaign's suite: in no mean
+    "yolov9-s": {"aerial-a": (0.44, 0.63, 0.47, 0.58), "aerial-b": (0.33, 0.52, 0.35, 0.47),
+                 "doc-a": (0.66, 0.83, 0.70, 0.74), "doc-b": (0.58, 0.77, 0.61, 0.66),
+                 "med-a": (0.24, 0.39, 0.22, 0.33), "mini-shapes": (0.72, 0.91, 0.77, 0.82)},
+    "dfine-n": {"aerial-a": (0.10, 0.20, 0.08, 0.25), "doc-a": (0.15, 0.30, 0.12, 0.28),
+                "med-a": (0.05, 0.12, 0.03, 0.15)},
+}
+IMPORTED = {"rfdetr-n-lb": {"aerial-a": (0.50, 0.70, 0.52, 0.66), "aerial-b": (0.41, 0.60, 0.43, 0.57),
+                            "doc-a": (0.71, 0.88, 0.75, 0.80), "doc-b": (0.64, 0.82, 0.67, 0.75),
+                            "med-a": (0.30, 0.46, 0.29, 0.40), "med-b": (0.35, 0.52, 0.34, None)}}
+MODELS = {"yolov9-t": ("yolov9", "t", 0), "yolov9-s": ("yolov9", "s", 1), "dfine-n": ("dfine", "n", 0)}
+PUBLISHED = {"rfdetr-n": ("RF-DETR", "N", 0.577), "rfdetr-s": ("RF-DETR", "S", 0.602),
+             "lwdetr-t": ("LW-DETR", "T", 0.571)}
+
+
+def _wall_seconds(model: str, dataset: str) -> float:
+    return 600.0 + 60 * len(dataset) + (300 if model.endswith("-s") else 0)
+
+
+def _best_epoch(model: str, dataset: str) -> int:
+    return 40 + len(dataset) + len(model)
+
+
+def warehouse_rows() -> dict[str, list[dict[str, Any]]]:
+    rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLE_SCHEMAS}
+    rows["catalog"] = [{"dataset": d, "domain": dom, "rf20vl": False, "num_classes": 3} for d, dom in CATALOG.items()]
+    rows["suites"] = ([{"suite": "lab", "dataset": d} for d in LAB]
+                      + [{"suite": "mini", "dataset": d} for d in ("mini-shapes", "mini-tiny")])
+    rows["models"] = [{"model": m, "family": f, "size": s, "size_rank": r, "recipe": "default",
+                       "recipe_conformant": True, "suite": "lab", "expected_datasets": len(LAB)}
+                      for m, (f, s, r) in MODELS.items()]
+    rows["published"] = [{"model": m, "family": f, "size": s, "mAP50_95": v, "source": "README"}
+                         for m, (f, s, v) in PUBLISHED.items()]
+    for model, scores in OURS.items():
+        family, size, _ = MODELS[model]
+        for dataset, (m5095, m50, m75, ar) in scores.items():
+            sig = f"sig-{model}-{dataset}"
+            rows["scores"].append({"model": model, "dataset": dataset, "dataset_version": "v1",
+                                   "fingerprint": f"fp-{model}-{dataset}", "split": "test", "is_current": True,
+                                   "mAP50_95": m5095, "mAP50": m50, "mAP75": m75, "AR_max_det": ar,
+                                   "mAP_large": None, "run_signature": sig})
+            rows["runs"].append({"model": model, "dataset": dataset, "dataset_version": "v1", "run_signature": sig,
+                                 "is_current": True, "family": family, "size": size, "recipe_conformant": True,
+                                 "epochs": 100, "epochs_done": 100 if dataset != "med-a" else 80,
+                                 "best_epoch": _best_epoch(model, dataset), "valid_mAP50_95": m5095 + 0.01,
+                                 "wall_seconds": _wall_seconds(model, dataset), "resumed": dataset == "doc-b",
+                                 "finished": "2026-01-02T03:04:05+00:00", "run_dir": f"runs/{model}/{dataset}/r1"})
+    # Rows the report must ignore: an older score, a valid-split score, and a superseded run.
+    rows["scores"] += [
+        {"model": "yolov9-t", "dataset": "aerial-a", "dataset_version": "v0", "fingerprint": "fp-old", "split": "test",
+         "is_current": False, "mAP50_95": 0.01, "mAP50": 0.01, "run_signature": "sig-old"},
+        {"model": "yolov9-t", "dataset": "aerial-a", "dataset_version": "v1", "fingerprint": "fp-valid",
+         "split": "valid", "is_current": True, "mAP50_95": 0.02, "mAP50": 0.02,
+         "run_signature": "sig-yolov9-t-aerial-a"},
+    ]
+    rows["runs"].append({"model": "yolov9-t", "dataset": "aerial-a", "run_signature": "sig-old", "is_current": False,
+                         "family": "yolov9", "size": "t", "recipe_conformant": True, "epochs": 100, "epochs_done": 30,
+                         "best_epoch": 12, "wall_seconds": 7200.0, "resumed": False, "run_dir": "runs/old"})
+    for model, entries in IMPORTED.items():
+        rows["submissions"].append({"model": model, "origin": "imported", "split": "test", "suite": "rf100vl",
+                                    "expected_datasets": 100, "datasets_scored": len(entries),
+                                    "valid_submission": False, "invalid_reasons": ["6 datasets scored"]})
+        rows["submission_datasets"] += [
+            {"model": model, "origin": "imported", "dataset": d, "dataset_version": "hf1", "mAP50_95": m5095,
+             "mAP50": m50, "mAP75": m75, "AR_max_det": ar, "wall_seconds": 99.0}
+            for d, (m5095, m50, m75, ar) in entries.items()]
+    rows["submissions"].append({"model": "yolov9-t", "origin": "ours", "split": "test", "suite": "lab",
+                                "expected_datasets": 100, "datasets_scored": 7, "valid_submission": True,
+                                "mAP50_95": fmean(v[0] for d, v in OURS["yolov9-t"].items() if d in LAB),
+                                "invalid_reasons": []})
+    return rows
+
+
+def write_warehouse(path: Path, rows: dict[str, list[dict[str, Any]]]) -> None:
+    con = duckdb.connect(str(path))
+    try:
+        for table in TABLE_SCHEMAS:
+            con.execute(create_sql(table))
+            for row in rows.get(table, []):
+                cols = ", ".join(f'"{c}"' for c in row)
+                con.execute(f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+    finally:
+        con.close()
+
+
+def query(db: Path, sql: str) -> list[dict[str, Any]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def campaign_scores(model: str) -> dict[str, tuple[float | None, ...]]:
+    """What the report should average for a model: its campaign datasets (ours) or its whole file (imported)."""
+    if model in IMPORTED:
+        return IMPORTED[model]
+    return {d: v for d, v in OURS[model].items() if d in LAB}
+
+
+def mean_defined(values: list[float | None]) -> float:
+    return fmean(v for v in values if v is not None)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, int]]]:
+    home = tmp_path_factory.mktemp("report-home")
+    write_warehouse(home / "warehouse.duckdb", warehouse_rows())
+    counts = build_report_db(home)
+    yield home, counts
+
+
+def test_leaderboard_means_are_unweighted_over_the_campaign_and_skip_undefined(built: tuple[Path, dict]) -> None:
+    home, counts = built
+    board = {r["model"]: r for r in query(report_db_path(home), "SELECT * FROM leaderboard")}
+    assert set(board) == {*OURS, *IMPORTED}
+    assert counts["leaderboard"] == 4
+    for model, row in board.items():
+        scores = campaign_scores(model)
+        assert row["datasets_scored"] == len(scores), model
+        for i, col in enumerate(("mAP50_95", "mAP50", "mAP75", "AR_max_det")):
+            assert row[col] == pytest.approx(mean_defined([v[i] for v in scores.values()])), (model, col)
+    # By hand: yolov9-t's AR_max_det skips doc-b (undefined) and mini-tiny (outside its suite): 6 values, not 7 or 8.
+    assert board["yolov9-t"]["AR_max_det"] == pytest.approx((0.55 + 0.45 + 0.70 + 0.30 + 0.36 + 0.80) / 6)
+    assert board["yolov9-t"]["mAP50_95"] == pytest.approx((0.40 + 0.30 + 0.62 + 0.55 + 0.20 + 0.25 + 0.70) / 7)
+    t = board["yolov9-t"]
+    assert t["median_train_minutes"] == pytest.approx(median(_wall_seconds("yolov9-t", d) / 60 for d in LAB))
+    assert t["gpu_hours"] == pytest.approx(sum(_wall_seconds("yolov9-t", d) for d in LAB) / 3600)
+    assert t["median_best_epoch"] == pytest.approx(median(_best_epoch("yolov9-t", d) for d in LAB))
+    assert (t["origin"], t["datasets_expected"], t["recipe_conformant"], t["valid_submission"]) == (
+        "ours", 7, True, True)
+    lb = board["rfdetr-n-lb"]
+    assert (lb["origin"], lb["datasets_expected"], lb["valid_submission"]) == ("imported", 100, False)
+    assert lb["median_train_minutes"] is None and lb["gpu_hours"] is None and lb["recipe_conformant"] is None
+    assert board["yolov9-s"]["valid_submission"] is False  # no submission file yet
+    ranked = sorted(board, key=lambda m: -board[m]["mAP50_95"])
+    assert [board[m]["rank"] for m in ranked] == [1, 2, 3, 4]
+
+
+def test_domain_and_dataset_marts_cover_imported_and_mini(built: tuple[Path, dict]) -> None:
+    home, _ = built
+    db = report_db_path(home)
+    domains = {(r["model"], r["domain"]): r for r in query(db, "SELECT * FROM domain_scores")}
+    assert domains[("rfdetr-n-lb", "Medical")]["mAP50_95"] == pytest.approx((0.30 + 0.35) / 2)
+    assert domains[("rfdetr-n-lb", "Medical")]["origin"] == "imported"
+    assert domains[("yolov9-t", NOT_IN_CATALOG)]["datasets"] == 1  # mini-shapes; mini-tiny is off-campaign
+    assert domains[("yolov9-s", "Medical")]["datasets"] == 1
+    assert domains[("yolov9-s", "Document")]["mAP50"] == pytest.approx((0.83 + 0.77) / 2)
+
+    ds = {(r["model"], r["dataset"]): r for r in query(db, "SELECT * FROM dataset_scores")}
+    assert len(ds) == sum(map(len, OURS.values())) + sum(map(len, IMPORTED.values()))
+    mini = ds[("yolov9-t", "mini-shapes")]
+    assert (mini["domain"], mini["in_campaign"], mini["mAP50_95"]) == (NOT_IN_CATALOG, True, 0.70)
+    assert ds[("yolov9-t", "mini-tiny")]["in_campaign"] is False
+    ours = ds[("yolov9-s", "doc-a")]
+    assert ours["valid_mAP50_95"] == pytest.approx(0.67)
+    assert ours["train_minutes"] == pytest.approx(_wall_seconds("yolov9-s", "doc-a") / 60)
+    assert ours["best_epoch"] == _best_epoch("yolov9-s", "doc-a")
+    imp = ds[("rfdetr-n-lb", "med-b")]
+    assert (imp["origin"], imp["domain"], imp["dataset_version"], imp["AR_max_det"]) == ("imported", "Medical", "hf1",
+                                                                                         None)
+    assert imp["valid_mAP50_95"] is None and imp["train_minutes"] is None and imp["best_epoch"] is None
+
+    weakest = query(db, "SELECT * FROM weakest_datasets ORDER BY model, rank")
+    by_model: dict[str, list[str]] = {}
+    for r in weakest:
+        by_model.setdefault(r["model"], []).append(r["dataset"])
+    for model in {*OURS, *IMPORTED}:
+        scores = campaign_scores(model)
+        assert by_model[model] == sorted(scores, key=lambda d: (scores[d][0], d))[:5], model
+
+
+def test_train_cost_is_ours_only_over_current_runs(built: tuple[Path, dict]) -> None:
+    home, _ = built
+    cost = {r["model"]: r for r in query(report_db_path(home), "SELECT * FROM train_cost")}
+    assert set(cost) == set(OURS)
+    t = cost["yolov9-t"]
+    campaign = [d for d in OURS["yolov9-t"] if d in LAB]
+    assert t["datasets_trained"] == len(campaign)
+    assert t["total_gpu_hours"] == pytest.approx(sum(_wall_seconds("yolov9-t", d) for d in campaign) / 3600)
+    assert t["mean_epochs_done"] == pytest.approx(fmean(80 if d == "med-a" else 100 for d in campaign))
+    assert (t["resumed_runs"], t["superseded_runs"], t["superseded_gpu_hours"]) == (1, 1, pytest.approx(2.0))
+    assert cost["dfine-n"]["superseded_gpu_hours"] == 0
+
+
+def test_published_comparison_ranks_everyone_against_the_best_published(built: tuple[Path, dict]) -> None:
+    home, _ = built
+    rows = query(report_db_path(home), "SELECT * FROM published_comparison ORDER BY rank_overall, model")
+    assert {(r["model"], r["origin"]) for r in rows} == {
+        *((m, "ours") for m in OURS), ("rfdetr-n-lb", "imported"), *((m, "published") for m in PUBLISHED)}
+    by = {r["model"]: r for r in rows}
+    assert by["rfdetr-n-lb"]["delta_vs_best_published"] == pytest.approx(
+        mean_defined([v[0] for v in IMPORTED["rfdetr-n-lb"].values()]) - 0.602)
+    assert by["rfdetr-s"]["rank_overall"] == 1 and by["rfdetr-s"]["datasets_scored"] is None
+    assert by["yolov9-s"]["family"] == "yolov9" and by["yolov9-s"]["datasets_scored"] == 6
+    assert [r["rank_overall"] for r in rows] == sorted(r["rank_overall"] for r in rows)
+
+
+def test_model_comparison_is_a_deterministic_paired_bootstrap(built: tuple[Path, dict]) -> None:
+    from bench_assets.report.comparison import paired_bootstrap
+
+    home, _ = built
+    rows = query(report_db_path(home), "SELECT * FROM model_comparison")
+    pairs = {(r["model_a"], r["model_b"]): r for r in rows}
+    # Every unordered pair once (all four models share a dataset), model_a the better-ranked one.
+    assert {frozenset(p) for p in pairs} == {frozenset(c) for c in combinations([*MODELS, *IMPORTED], 2)}
+    assert len(pairs) == 6
+    # yolov9-s leads the leaderboard thanks to mini-shapes, yet trails the imported model on all 5 datasets
+    # the two share: a negative mean_diff whose whole interval lies below 0.
+    pair = pairs[("yolov9-s", "rfdetr-n-lb")]
+    a = {d: v[0] for d, v in campaign_scores("yolov9-s").items()}
+    b = {d: v[0] for d, v in campaign_scores("rfdetr-n-lb").items()}
+    expected = paired_bootstrap(a, b, resamples=10_000, seed=0)
+    assert pair["datasets"] == 5 == expected.datasets  # med-b and mini-shapes are not shared
+    assert pair["mean_diff"] == pytest.approx(fmean(a[d] - b[d] for d in a.keys() & b.keys()))
+    assert pair["mean_diff"] == pytest.approx(-0.062)
+    assert (pair["ci_low"], pair["ci_high"]) == (pytest.approx(expected.ci_low), pytest.approx(expected.ci_high))
+    assert pair["ci_low"] <= pair["mean_diff"] <= pair["ci_high"] < 0
+    assert pair["distinguishable"] is True
+    close = pairs[("yolov9-s", "yolov9-t")]
+    assert close["ci_low"] <= close["mean_diff"] <= close["ci_high"]
+    few = pairs[("yolov9-t", "dfine-n")]
+    assert few["datasets"] == 3 and few["ci_low"] > 0 and few["distinguishable"] is False  # too few to call
+
+
+def test_a_failing_dbt_test_fails_the_build_and_keeps_the_previous_report(built: tuple[Path, dict],
+                                                                          tmp_path: Path) -> None:
+    good_home, _ = built
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy2(report_db_path(good_home), report_db_path(home))
+    before = report_db_path(home).read_bytes()
+    rows = warehouse_rows()
+    dup = dict(rows["scores"][0], fingerprint="fp-dup", mAP50_95=0.99)  # a second current test score
+    rows["scores"].append(dup)
+    write_warehouse(home / "warehouse.duckdb", rows)
+    with pytest.raises(ReportBuildError) as err:
+        build_report_db(home)
+    assert "unique_combination_stg_warehouse__scores" in str(err.value)
+    assert report_db_path(home).read_bytes() == before  # the live report was never touched
+    assert not [p for p in home.iterdir() if p.name.startswith(".tmp-report")]  # no scratch left behind
+
+
+def test_dagster_materializes_the_marts_with_every_dbt_test_as_a_check(built: tuple[Path, dict],
+                                                                      tmp_path: Path) -> None:
+    """Through Dagster: `report/<model>` assets with row counts, one check per dbt test, failures that name rows."""
+    import json
+
+    import dagster as dg
+
+    from bench_assets.report.dbt_assets import MANIFEST_PATH, report_dbt_resource
+    from resources.bench_home import BenchHome
+
+    prepare_manifest()
+    from bench_assets.report.dbt_assets import report_dbt_assets
+
+    home = tmp_path / "home"
+    home.mkdir()
+    rows = warehouse_rows()
+    write_warehouse(home / "warehouse.duckdb", rows)
+
+    assert dg.AssetKey(["report", "warehouse"]) in report_dbt_assets.dependency_keys
+    assert report_dbt_assets.op.pool == "duckdb_writer"
+    result = dg.materialize([report_dbt_assets], instance=dg.DagsterInstance.ephemeral(),
+                            resources={"report_dbt": report_dbt_resource(), "home": BenchHome(root=str(home))})
+    assert result.success
+    mats = {m.materialization.asset_key: m.materialization for m in result.get_asset_materialization_events()}
+    assert mats[dg.AssetKey(["report", "leaderboard"])].metadata["dagster/row_count"].value == 4
+    assert mats[dg.AssetKey(["report", "model_comparison"])].metadata["dagster/row_count"].value == 6
+    assert len(query(report_db_path(home), "SELECT * FROM weakest_datasets WHERE origin = 'imported'")) == 5
+    comparison = "SELECT * FROM model_comparison ORDER BY model_a, model_b"  # same rows, same intervals
+    assert query(report_db_path(home), comparison) == query(report_db_path(built[0]), comparison)
+
+    tests = [n for n in json.loads(MANIFEST_PATH.read_text())["nodes"] if n.startswith("test.")]
+    evaluations = {(e.asset_key, e.check_name): e for e in result.get_asset_check_evaluations()}
+    assert len(evaluations) == len(tests) == len(report_dbt_assets.check_keys)
+    assert all(e.passed for e in evaluations.values())
+    assert (dg.AssetKey(["report", "leaderboard"]), "unique_leaderboard_model") in evaluations
+
+    # A subset run whose dbt test fails: the step fails loudly, the check says which, the report stays as it was.
+    before = report_db_path(home).read_bytes()
+    rows["scores"].append(dict(rows["scores"][0], fingerprint="fp-dup"))
+    (home / "warehouse.duckdb").unlink()
+    write_warehouse(home / "warehouse.duckdb", rows)
+    bad = dg.materialize([report_dbt_assets], selection=["report/stg_warehouse__scores"], raise_on_error=False,
+                         instance=dg.DagsterInstance.ephemeral(),
+                         resources={"report_dbt": report_dbt_resource(), "home": BenchHome(root=str(home))})
+    assert not bad.success
+    failed_checks = [e.check_name for e in bad.get_asset_check_evaluations() if not e.passed]
+    assert failed_checks == ["unique_combination_stg_warehouse__scores_model__dataset"]
+    message = bad.get_step_failure_events()[0].step_failure_data.error.message
+    assert "model='yolov9-t', dataset='aerial-a', n_rows=2" in message
+    assert report_db_path(home).read_bytes() == before
+
+
+def test_a_missing_or_stale_manifest_is_named_not_silently_used(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench_assets.report import dbt_assets
+
+    project = tmp_path / "dbt_report"
+    shutil.copytree(dbt_assets.DBT_PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs"))
+    manifest = project / "target" / "manifest.json"
+    monkeypatch.setattr(dbt_assets, "DBT_PROJECT_DIR", project)
+    monkeypatch.setattr(dbt_assets, "MANIFEST_PATH", manifest)
+    monkeypatch.setattr(dbt_assets, "_FINGERPRINT_PATH", manifest.with_name("manifest.fingerprint"))
+    monkeypatch.delenv("DAGSTER_IS_DEV_CLI", raising=False)
+    with pytest.raises(ReportBuildError, match="is missing .* prepare_manifest"):
+        dbt_assets._manifest_for_definitions()
+    manifest.parent.mkdir()
+    manifest.write_text("{}")
+    manifest.with_name("manifest.fingerprint").write_text(dbt_assets.project_fingerprint())
+    assert dbt_assets.manifest_is_fresh()
+    model = project / "models" / "marts" / "leaderboard.sql"
+    model.write_text(model.read_text() + "\n-- edited\n")
+    assert not dbt_assets.manifest_is_fresh()
+    with pytest.raises(ReportBuildError, match="is stale"):
+        dbt_assets._manifest_for_definitions()
