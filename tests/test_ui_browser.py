@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 
 # LEAD: flip to True once `report_job` (dbt models as report/<model> + report/rendered) is merged, so a
 # code location without it fails here instead of skipping the leaderboard test.
-REQUIRE_LEADERBOARD = False
+REQUIRE_LEADERBOARD = True  # report_job exists: the leaderboard and its dbt tests must show
 REPORT_JOB = "report_job"
 LEADERBOARD = "report/leaderboard"
 
