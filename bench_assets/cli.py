@@ -21,8 +21,13 @@ def _fail(msg: str, code: int = 1) -> int:
     return code
 
 
-def _report(outcome, what: str) -> int:  # noqa: ANN001 (RunOutcome, imported lazily)
-    if outcome.success:
+def _report(outcome, what: str, tolerate: tuple[str, ...] = ()) -> int:  # noqa: ANN001 (RunOutcome, lazily)
+    for w in outcome.warnings or []:
+        print(f"bench: {w}", file=sys.stderr)
+    tolerated = [e for e in outcome.errors if any(e.startswith(f"check {name} ") for name in tolerate)]
+    for e in tolerated:
+        print(f"bench: (expected here) {e}", file=sys.stderr)
+    if outcome.success or (outcome.errors and len(tolerated) == len(outcome.errors)):
         return 0
     print(f"bench: {what} failed (run {outcome.run_id}):", file=sys.stderr)
     for err in outcome.errors or ["unknown error; see the run in the UI"]:
@@ -30,10 +35,10 @@ def _report(outcome, what: str) -> int:  # noqa: ANN001 (RunOutcome, imported la
     return 1
 
 
-def _load_warehouse(instance) -> int:  # noqa: ANN001
+def _load_warehouse(instance, tolerate: tuple[str, ...] = ()) -> int:  # noqa: ANN001
     from bench_assets.instance import execute
 
-    return _report(execute(instance, "warehouse_job"), "warehouse load")
+    return _report(execute(instance, "warehouse_job"), "warehouse load", tolerate)
 
 
 def _materialize_datasets(instance, names: list[str], run_config: dict | None = None) -> list[str]:  # noqa: ANN001
@@ -264,7 +269,8 @@ def run_campaign(job: str, model: str, *, suite: str | None = None, datasets: st
     finished = run_partitions(runs, job, lanes=n_lanes, run_config=config)
     failed = [f for f in finished if f.returncode != 0]
     code = _build_submission(instance, model) if job == "rf100vl_campaign_job" else 0
-    code = _load_warehouse(instance) or code
+    # Training alone leaves the suite unscored: coverage is expected to fail until `bench campaign` evaluates.
+    code = _load_warehouse(instance, tolerate=("coverage",) if job == "rf100vl_train_job" else ()) or code
     for f in sorted(finished, key=lambda f: f.run.dataset):
         print(f"  {f.run.key:40s} {'ok' if f.returncode == 0 else 'FAILED'}  {f.seconds:7.1f}s")
     if failed:

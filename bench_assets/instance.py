@@ -107,9 +107,20 @@ class RunOutcome:
     run_id: str
     success: bool
     errors: list[str]
+    warnings: list[str] | None = None  # WARN-severity check failures (e.g. a campaign still in flight)
+
+
+def _warnings(result: Any) -> list[str]:
+    import dagster as dg
+
+    return [f"check {ev.asset_check_key.name} warns on {ev.asset_key.to_user_string()}: {ev.description}"
+            for ev in result.get_asset_check_evaluations()
+            if not ev.passed and ev.severity == dg.AssetCheckSeverity.WARN]
 
 
 def _errors(result: Any) -> list[str]:
+    import dagster as dg
+
     out: list[str] = []
     for ev in result.all_events:
         if ev.event_type_value == "STEP_FAILURE":
@@ -120,7 +131,7 @@ def _errors(result: Any) -> list[str]:
                 err = err.cause
             out.append(" <- ".join(p for p in parts if "Error occurred while executing op" not in p) or "step failed")
     for ev in result.get_asset_check_evaluations():
-        if not ev.passed:
+        if not ev.passed and ev.severity != dg.AssetCheckSeverity.WARN:
             detail = ev.description or str({k: v.value for k, v in ev.metadata.items()})
             out.append(f"check {ev.asset_check_key.name} failed on {ev.asset_key.to_user_string()}: {detail}")
     return out
@@ -142,7 +153,8 @@ def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str |
                                     raise_on_error=False, tags=run_tags)
     errors = _errors(result)
     # A failed check is a failure for the terminal too, blocking or not: loud beats silent.
-    return RunOutcome(run_id=result.run_id, success=result.success and not errors, errors=errors)
+    return RunOutcome(run_id=result.run_id, success=result.success and not errors, errors=errors,
+                      warnings=_warnings(result))
 
 
 def _add_partitions(instance: dg.DagsterInstance, partitions_name: str, names: list[str]) -> list[str]:

@@ -85,7 +85,7 @@ def test_train_predict_score_then_reuse(inst, home: Path, tmp_path_factory) -> N
     recipe = _recipe(tmp_path_factory.mktemp("r"), "tiny")
     from bench_assets.rf100vl.models import register_model
 
-    register_model(home, "yolo9-t", str(recipe))
+    register_model(home, "yolo9-t", str(recipe), datasets=["mini-tiny"])  # coverage is judged against this list
     out = _run(inst, "rf100vl_campaign_job", "mini-tiny")
     assert out.success, out.errors
     ck = _meta(inst, "checkpoint", "mini-tiny")

@@ -6,7 +6,10 @@ are checked against values computed here from the same rows, independently of SQ
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
@@ -274,41 +277,185 @@ def test_a_failing_dbt_test_fails_the_build_and_keeps_the_previous_report(built:
     assert not [p for p in home.iterdir() if p.name.startswith(".tmp-report")]  # no scratch left behind
 
 
-def test_dagster_materializes_the_marts_with_every_dbt_test_as_a_check(built: tuple[Path, dict],
-                                                                      tmp_path: Path) -> None:
-    """Through Dagster: `report/<model>` assets with row counts, one check per dbt test, failures that name rows."""
+def _manifest() -> dict[str, Any]:
     import json
 
-    import dagster as dg
-
-    from bench_assets.report.dbt_assets import MANIFEST_PATH, report_dbt_resource
-    from resources.bench_home import BenchHome
+    from bench_assets.report.dbt_assets import MANIFEST_PATH
 
     prepare_manifest()
+    return json.loads(MANIFEST_PATH.read_text())
+
+
+def _dbt_result_lines(instance: Any, run_id: str) -> list[str]:
+    """dbt's per-node result lines ("3 of 114 OK created sql view model ...") streamed to the run's log."""
+    return [e.user_message for e in instance.all_logs(run_id)
+            if e.dagster_event is None and re.match(r"\d+ of \d+ ", e.user_message or "")]
+
+
+def test_dagster_lineage_and_checks_mirror_the_dbt_project() -> None:
+    """Every model is `report/<name>` on the lineage dbt declares; every dbt test is a check of its model."""
+    import dagster as dg
+
     from bench_assets.report.dbt_assets import report_dbt_assets
 
+    manifest = _manifest()
+    nodes = manifest["nodes"]
+    models = {uid: n for uid, n in nodes.items() if n["resource_type"] == "model"}
+    key = {uid: dg.AssetKey(["report", n["name"]]) for uid, n in models.items()}
+    warehouse = dg.AssetKey(["report", "warehouse"])
+    assert set(report_dbt_assets.keys) == set(key.values())
+    for uid, n in models.items():
+        ups = n["depends_on"]["nodes"]
+        expected = {key[u] for u in ups if u in key} | ({warehouse} if any(u.startswith("source.") for u in ups)
+                                                        else set())
+        assert report_dbt_assets.asset_deps[key[uid]] == expected, uid
+    deps = report_dbt_assets.asset_deps
+    # By hand, so the test does not just replay the code: sources are the loader's one asset, refs are models.
+    assert deps[dg.AssetKey(["report", "stg_warehouse__scores"])] == {warehouse}
+    assert deps[dg.AssetKey(["report", "model_comparison"])] == {
+        dg.AssetKey(["report", "leaderboard"]), dg.AssetKey(["report", "int_model_dataset_scores"])}
+    assert warehouse in report_dbt_assets.dependency_keys and warehouse not in report_dbt_assets.keys
+    assert report_dbt_assets.op.pool == "duckdb_writer"
+    assert report_dbt_assets.required_resource_keys == {"home", "io_manager"}  # no dbt resource any more
+    assert report_dbt_assets.can_subset
+
+    spec = report_dbt_assets.specs_by_key[dg.AssetKey(["report", "leaderboard"])]
+    assert (spec.group_name, spec.kinds) == ("report", {"dbt", "duckdb"})
+    assert spec.automation_condition == dg.AutomationCondition.eager()
+    assert spec.description == nodes["model.bench_report.leaderboard"]["description"].strip()
+    columns = {c.name: c for c in spec.metadata["dagster/column_schema"].schema.columns}
+    assert columns["origin"].description.startswith("`ours` (trained and scored here)")
+
+    tests = {uid: n for uid, n in nodes.items() if n["resource_type"] == "test"}
+    checks = {c.metadata["dbt/unique_id"]: c for c in report_dbt_assets.check_specs}
+    assert set(checks) == set(tests)
+    assert len({c.key for c in checks.values()}) == len(tests)  # unique names
+    for uid, test in tests.items():
+        check = checks[uid]
+        assert re.fullmatch(r"[A-Za-z0-9_]+", check.name) and check.name == test["name"], uid
+        assert check.asset_key == key[test["attached_node"]] and check.blocking is False, uid
+    by_name = {c.name: c for c in checks.values()}
+    assert by_name["not_null_leaderboard_model"].description == "not_null on leaderboard.model"
+    rel = by_name["relationships_domain_scores_model__model__ref_leaderboard_"]
+    assert rel.asset_key == dg.AssetKey(["report", "domain_scores"])
+    assert {d.asset_key for d in rel.additional_deps} == {dg.AssetKey(["report", "leaderboard"])}
+
+
+def test_the_manifest_reader_attaches_singular_tests_and_keeps_check_names_valid_and_unique() -> None:
+    """Cases the project does not have yet: singular tests, a test of a source, a clashing name, warn severity."""
+    from bench_assets.report.dbt_assets import _report_graph
+
+    def model(name: str, ups: list[str], version: int | None = None) -> dict[str, Any]:
+        return {"resource_type": "model", "name": name, "package_name": "p", "fqn": ["p", name], "alias": name,
+                "version": version, "depends_on": {"nodes": ups}, "description": f"{name} rows\n",
+                "raw_code": f"select {name}", "config": {"materialized": "table"},
+                "columns": {"a": {"description": "the a", "data_type": "int"}}}
+
+    def test(name: str, ups: list[str], attached: str | None = None, **extra: Any) -> dict[str, Any]:
+        return {"resource_type": "test", "name": name, "fqn": ["p", name], "depends_on": {"nodes": ups},
+                "attached_node": attached, "config": {"severity": extra.pop("severity", "ERROR")}, **extra}
+
+    manifest = {"metadata": {"project_name": "p"}, "nodes": {
+        "model.p.stg": model("stg", ["source.p.warehouse.scores", "source.p.warehouse.runs"]),
+        "model.p.mart": model("mart", ["model.p.stg", "model.p.stg"]),
+        "model.p.old": model("old", ["model.p.stg"], version=2),
+        "test.p.no_negative": test("no-negative.scores", ["model.p.mart"], original_file_path="tests/x.sql"),
+        "test.p.both": test("both", ["model.p.stg", "model.p.mart"], meta={"dagster": {"ref": {"name": "mart"}}}),
+        "test.p.nowhere": test("nowhere", ["model.p.stg", "model.p.mart"]),
+        "test.p.on_source": test("on_source", ["source.p.warehouse.scores"]),
+        "test.p.not_null_mart_a.1111": test("not_null_mart_a", ["model.p.mart"], "model.p.mart", column_name="a",
+                                            test_metadata={"name": "not_null", "kwargs": {"column_name": "a"}},
+                                            severity="warn"),
+        "test.p.not_null_mart_a.2222": test("not_null_mart_a", ["model.p.mart"], "model.p.mart", column_name="a",
+                                            test_metadata={"name": "not_null", "kwargs": {"column_name": "a"}}),
+    }}
+    graph = _report_graph(manifest)
+    assert {a.key for a in graph.assets.values()} == {("report", "stg"), ("report", "mart"), ("report", "old_v2")}
+    deps = {s["key"]: s["deps"] for s in graph.specs}
+    assert deps[("report", "stg")] == [("report", "warehouse")]  # two sources, one loader asset
+    assert deps[("report", "mart")] == [("report", "stg")]
+    checks = {uid: (c.key, c.check_name) for uid, c in graph.checks.items()}
+    assert checks == {
+        "test.p.no_negative": (("report", "mart"), "no_negative_scores"),  # singular: its one upstream model
+        "test.p.both": (("report", "mart"), "both"),  # singular over two models: meta.dagster.ref says which
+        "test.p.not_null_mart_a.1111": (("report", "mart"), "not_null_mart_a"),
+        "test.p.not_null_mart_a.2222": (("report", "mart"), "not_null_mart_a_2222"),
+    }  # `nowhere` (two models, no ref) and `on_source` are no check: they still run with the build
+    assert graph.checks["test.p.not_null_mart_a.1111"].description == "not_null on mart.a [warn severity]"
+    assert graph.checks["test.p.no_negative"].description == "singular test tests/x.sql on mart"
+    assert graph.checks["test.p.both"].deps == (("report", "stg"),)
+
+
+def test_a_warn_severity_dbt_test_is_a_warn_check_result(tmp_path: Path) -> None:
+    import dagster as dg
+
+    from bench_assets.report.dbt_assets import _Build, _check_result, _CheckNode
+
+    check = _CheckNode("test.p.t", ("report", "mart"), "t", "fqn:p.t", "not_null on mart.a", ())
+    warn = _check_result(_Build(tmp_path / "report.duckdb", tmp_path),
+                         check, {"status": "warn", "failures": 3, "message": "Got 3 results"})
+    assert (warn.passed, warn.severity, warn.metadata["failures"].value) == (False, dg.AssetCheckSeverity.WARN, 3)
+    assert warn.description == "not_null on mart.a: Got 3 results"
+    ok = _check_result(_Build(tmp_path / "report.duckdb", tmp_path), check, {"status": "pass", "failures": 0})
+    assert (ok.passed, ok.severity, ok.description) == (True, dg.AssetCheckSeverity.ERROR, "not_null on mart.a")
+
+
+def test_importing_the_dbt_assets_imports_neither_dbt_nor_dagster_dbt() -> None:
+    probe = ("import sys; import bench_assets.report.dbt_assets as m; assert len(m.report_dbt_assets.keys) > 10; "
+             "print(sorted({k.split('.')[0] for k in sys.modules} & {'dbt', 'dagster_dbt', 'duckdb'}))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).resolve().parents[1], check=True,
+                         capture_output=True, text=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_dagster_materializes_the_marts_with_every_dbt_test_as_a_check(built: tuple[Path, dict],
+                                                                      tmp_path: Path) -> None:
+    """Through Dagster: `report/<model>` assets with row counts, one check per dbt test, subsets that build only
+    what is selected, and a failing dbt test that fails the run, names the rows and leaves the report as it was."""
+    import dagster as dg
+
+    from bench_assets.report.dbt_assets import report_dbt_assets
+    from resources.bench_home import BenchHome
+
+    tests = [n for n in _manifest()["nodes"] if n.startswith("test.")]
     home = tmp_path / "home"
     home.mkdir()
     rows = warehouse_rows()
     write_warehouse(home / "warehouse.duckdb", rows)
+    resources = {"home": BenchHome(root=str(home))}
 
-    assert dg.AssetKey(["report", "warehouse"]) in report_dbt_assets.dependency_keys
-    assert report_dbt_assets.op.pool == "duckdb_writer"
-    result = dg.materialize([report_dbt_assets], instance=dg.DagsterInstance.ephemeral(),
-                            resources={"report_dbt": report_dbt_resource(), "home": BenchHome(root=str(home))})
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([report_dbt_assets], instance=instance, resources=resources)
     assert result.success
     mats = {m.materialization.asset_key: m.materialization for m in result.get_asset_materialization_events()}
+    assert set(mats) == set(report_dbt_assets.keys)
     assert mats[dg.AssetKey(["report", "leaderboard"])].metadata["dagster/row_count"].value == 4
     assert mats[dg.AssetKey(["report", "model_comparison"])].metadata["dagster/row_count"].value == 6
+    assert mats[dg.AssetKey(["report", "leaderboard"])].metadata["execution_time_s"].value > 0
     assert len(query(report_db_path(home), "SELECT * FROM weakest_datasets WHERE origin = 'imported'")) == 5
     comparison = "SELECT * FROM model_comparison ORDER BY model_a, model_b"  # same rows, same intervals
     assert query(report_db_path(home), comparison) == query(report_db_path(built[0]), comparison)
 
-    tests = [n for n in json.loads(MANIFEST_PATH.read_text())["nodes"] if n.startswith("test.")]
     evaluations = {(e.asset_key, e.check_name): e for e in result.get_asset_check_evaluations()}
     assert len(evaluations) == len(tests) == len(report_dbt_assets.check_keys)
     assert all(e.passed for e in evaluations.values())
-    assert (dg.AssetKey(["report", "leaderboard"]), "unique_leaderboard_model") in evaluations
+    unique = evaluations[(dg.AssetKey(["report", "leaderboard"]), "unique_leaderboard_model")]
+    assert unique.metadata["failures"].value == 0 and unique.description == "unique on leaderboard.model"
+    lines = _dbt_result_lines(instance, result.run_id)  # dbt's progress, streamed to the run's log
+    assert len(lines) == len(tests) + len(report_dbt_assets.keys)
+    assert any("OK created sql table model main.leaderboard" in line for line in lines)
+
+    # A subset builds only what is selected (and its checks), over the live report's other tables.
+    cost = dg.AssetKey(["report", "train_cost"])
+    sub = dg.materialize([report_dbt_assets], selection=[cost], instance=instance, resources=resources)
+    assert sub.success
+    assert [m.materialization.asset_key for m in sub.get_asset_materialization_events()] == [cost]
+    sub_checks = {e.asset_check_key for e in sub.get_asset_check_evaluations()}
+    assert sub_checks == {k for k in report_dbt_assets.check_keys if k.asset_key == cost} and len(sub_checks) == 7
+    lines = _dbt_result_lines(instance, sub.run_id)
+    assert len(lines) == 1 + 7 and all(line.startswith(f"{i} of 8 ") for i, line in enumerate(lines, 1))
+    assert "train_cost" in lines[0]
+    assert query(report_db_path(home), comparison) == query(report_db_path(built[0]), comparison)  # still there
 
     # A subset run whose dbt test fails: the step fails loudly, the check says which, the report stays as it was.
     before = report_db_path(home).read_bytes()
@@ -316,14 +463,20 @@ def test_dagster_materializes_the_marts_with_every_dbt_test_as_a_check(built: tu
     (home / "warehouse.duckdb").unlink()
     write_warehouse(home / "warehouse.duckdb", rows)
     bad = dg.materialize([report_dbt_assets], selection=["report/stg_warehouse__scores"], raise_on_error=False,
-                         instance=dg.DagsterInstance.ephemeral(),
-                         resources={"report_dbt": report_dbt_resource(), "home": BenchHome(root=str(home))})
+                         instance=instance, resources=resources)
     assert not bad.success
-    failed_checks = [e.check_name for e in bad.get_asset_check_evaluations() if not e.passed]
-    assert failed_checks == ["unique_combination_stg_warehouse__scores_model__dataset"]
+    assert not bad.get_asset_materialization_events()
+    failed = [e for e in bad.get_asset_check_evaluations() if not e.passed]
+    assert [e.check_name for e in failed] == ["unique_combination_stg_warehouse__scores_model__dataset"]
+    assert failed[0].severity == dg.AssetCheckSeverity.ERROR and failed[0].metadata["failures"].value == 1
+    assert "model='yolov9-t', dataset='aerial-a', n_rows=2" in failed[0].metadata["failing_rows"].value
+    scores = dg.AssetKey(["report", "stg_warehouse__scores"])  # the model's other tests ran too, and passed
+    assert {e.asset_check_key for e in bad.get_asset_check_evaluations()} == {
+        k for k in report_dbt_assets.check_keys if k.asset_key == scores}
     message = bad.get_step_failure_events()[0].step_failure_data.error.message
     assert "model='yolov9-t', dataset='aerial-a', n_rows=2" in message
     assert report_db_path(home).read_bytes() == before
+    assert not [p for p in home.iterdir() if p.name.startswith(".tmp-report")]
 
 
 def test_a_missing_or_stale_manifest_is_named_not_silently_used(tmp_path: Path,

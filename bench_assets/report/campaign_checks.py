@@ -41,6 +41,7 @@ class Finding:
     description: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
+    severity: str = "ERROR"  # WARN: not wrong, not finished (a campaign still has partitions in flight)
 
     def capped_rows(self) -> list[dict[str, Any]]:
         return self.rows[:MAX_ROWS]
@@ -109,10 +110,13 @@ def adjacent_size_gap(warehouse: Path, max_gap: float = 0.10) -> Finding:
                    f"<= {max_gap}", pairs, facts)
 
 
-def coverage(warehouse: Path, failed: set[tuple[str, str]] | None = None) -> Finding:
+def coverage(warehouse: Path, failed: set[tuple[str, str]] | None = None,
+             in_flight: set[tuple[str, str]] | None = None) -> Finding:
     """Each registered model has a current test score for every dataset of its campaign's suite.
-    `failed` holds (model, dataset) partitions whose latest run failed (from the Dagster instance)."""
-    failed = failed or set()
+    `failed` holds (model, dataset) partitions whose newest run failed and `in_flight` those running or
+    queued (both from the Dagster instance). Gaps that are all in flight are a WARN (the campaign is not
+    finished); any failed or missing partition with nothing to fill it is an ERROR."""
+    failed, in_flight = failed or set(), in_flight or set()
     rows = query(warehouse, f"""
         SELECT m.model, m.suite, m.expected_datasets, s.dataset,
                c.dataset IS NOT NULL AS scored
@@ -123,17 +127,19 @@ def coverage(warehouse: Path, failed: set[tuple[str, str]] | None = None) -> Fin
     per_model: dict[str, dict[str, Any]] = {}
     for r in rows:
         m = per_model.setdefault(r["model"], {"model": r["model"], "suite": r["suite"], "expected": 0, "scored": 0,
-                                              "missing": [], "failed": []})
+                                              "missing": [], "failed": [], "in_flight": []})
         m["expected"] += 1
         if r["scored"]:
             m["scored"] += 1
         elif (r["model"], r["dataset"]) in failed:
             m["failed"].append(r["dataset"])
+        elif (r["model"], r["dataset"]) in in_flight:
+            m["in_flight"].append(r["dataset"])
         else:
             m["missing"].append(r["dataset"])
     for model in query(warehouse, "SELECT model, suite FROM models ORDER BY model"):
         per_model.setdefault(model["model"], {"model": model["model"], "suite": model["suite"], "expected": 0,
-                                              "scored": 0, "missing": [], "failed": []})
+                                              "scored": 0, "missing": [], "failed": [], "in_flight": []})
     summary = ", ".join(f"{m['model']} {m['scored']}/{m['expected']}" for m in per_model.values())
     short = [m for m in per_model.values() if m["scored"] < m["expected"] or m["expected"] == 0]
     if not per_model:
@@ -142,8 +148,11 @@ def coverage(warehouse: Path, failed: set[tuple[str, str]] | None = None) -> Fin
         detail = "; ".join(f"{m['model']} ({m['suite']}): {m['scored']}/{m['expected']}"
                            + (f", failed {', '.join(m['failed'][:10])}" if m["failed"] else "")
                            + (f", missing {', '.join(m['missing'][:10])}" if m["missing"] else "")
+                           + (f", running or queued {len(m['in_flight'])}" if m["in_flight"] else "")
                            + (" — the suite has no datasets" if m["expected"] == 0 else "") for m in short)
-        return Finding(False, f"incomplete coverage: {detail}", short, {"coverage": summary})
+        unfinished_only = all(not m["failed"] and not m["missing"] and m["expected"] for m in short)
+        return Finding(False, f"{'campaign still running' if unfinished_only else 'incomplete coverage'}: {detail}",
+                       short, {"coverage": summary}, severity="WARN" if unfinished_only else "ERROR")
     return Finding(True, f"every model scored every dataset of its suite: {summary}", [], {"coverage": summary})
 
 

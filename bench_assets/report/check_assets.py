@@ -23,7 +23,7 @@ class AdjacentSizeConfig(dg.Config):
 def _result(finding: cc.Finding) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         passed=finding.passed,
-        severity=dg.AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity(finding.severity),
         description=finding.description[:2000],
         metadata={
             "offending_rows": dg.MetadataValue.json(finding.capped_rows()),
@@ -49,28 +49,26 @@ def adjacent_size_gap(config: AdjacentSizeConfig, home: BenchHome) -> dg.AssetCh
     return _result(cc.adjacent_size_gap(home.warehouse_path, config.max_gap))
 
 
-def failed_partitions(instance: dg.DagsterInstance) -> set[tuple[str, str]]:
-    """(model, dataset) whose latest rf100vl/scores materialization attempt failed."""
-    from bench_assets.rf100vl.partitions import dataset_model_partitions
+def partition_runs(instance: dg.DagsterInstance) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(failed, in flight): (model, dataset) whose newest campaign/train/eval run failed, or runs/is queued."""
+    from bench_assets.rf100vl.progress import classify, latest_runs
 
-    key = dg.AssetKey(["rf100vl", "scores"])
-    try:
-        status = instance.get_status_by_partition(key, dataset_model_partitions.get_partition_keys(
-            dynamic_partitions_store=instance), dataset_model_partitions)
-    except Exception:  # noqa: BLE001 - no partitions registered yet: nothing failed
-        return set()
-    failed = set()
-    for pk, st in (status or {}).items():
-        if st == dg.AssetPartitionStatus.FAILED:
-            dataset, model = str(pk).split("|", 1)
+    failed, in_flight = set(), set()
+    for key, status in latest_runs(instance).items():
+        dataset, model = key.split("|", 1)
+        state = classify(False, status)
+        if state == "failed":
             failed.add((model, dataset))
-    return failed
+        elif state in ("running", "queued"):
+            in_flight.add((model, dataset))
+    return failed, in_flight
 
 
 @_check("coverage", "Every registered model has a current test score for every dataset of its suite; missing "
                     "and failed partitions are listed.")
 def coverage(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
-    return _result(cc.coverage(home.warehouse_path, failed_partitions(context.instance)))
+    failed, in_flight = partition_runs(context.instance)
+    return _result(cc.coverage(home.warehouse_path, failed, in_flight))
 
 
 @_check("protocol_conformance", "Test split, conf 0.001, NMS IoU 0.65, max_det 500, the registered (conformant) "

@@ -1,7 +1,8 @@
 """`report/<model>`: the dbt project `dbt_report/` as Dagster assets, and the same build without Dagster.
 
 Every dbt model is the asset `report/<model name>` (group `report`) downstream of `report/warehouse`: all
-`source('warehouse', ...)` tables map onto that one loader asset. Every dbt test is an asset check.
+`source('warehouse', ...)` tables map onto that one loader asset. Every dbt test is an asset check of the model
+it tests, named as the test.
 
 The report file is never built in place. dbt writes a `report.duckdb` in a scratch folder beside the live one
 (same file name, so dbt-duckdb's database name stays `report`) over a hard-linked snapshot of the warehouse (the
@@ -9,12 +10,16 @@ loader replaces warehouse.duckdb by rename, so the link pins the version the bui
 finished file is renamed over `report.duckdb`. Readers never see a half-built report nor meet dbt's write lock;
 a failed build leaves the previous report as it was.
 
-The manifest the asset definitions are read from (dbt_report/target/manifest.json, git-ignored) is made by
-`prepare_manifest()`: `dbt parse`, offline, a few seconds, and only when a project file changed since the last
-parse. Importing this module runs no dbt: `report_dbt_assets` is created on first access (PEP 562), and a
-missing or stale manifest then fails loudly with the fix, except under `dagster dev`, where it is re-parsed the
-way `DbtProject.prepare_if_dev()` would. `build_report_db` and `prepare_manifest` import neither Dagster's dbt
-integration nor duckdb until called, so the CLI can use them cheaply.
+The integration is in-house and small: the asset and check specs are read from dbt's manifest with plain `json`,
+and a materialization runs `dbt build` as a subprocess (only the selected models and tests when subset) and
+reads its run_results.json. Neither dagster-dbt nor dbt-core is imported by the code location: importing them
+costs more than a second, which every code server and every run process would pay.
+
+The manifest (dbt_report/target/manifest.json, git-ignored) is made by `prepare_manifest()`: `dbt parse`,
+offline, a few seconds, and only when a project file changed since the last parse. Importing this module runs no
+dbt: `report_dbt_assets` is created on first access (PEP 562), and a missing or stale manifest then fails loudly
+with the fix, except under `dagster dev`, where it is re-parsed first. `build_report_db` and `prepare_manifest`
+import neither Dagster nor duckdb until called, so the CLI can use them cheaply.
 """
 
 import fcntl
@@ -22,13 +27,14 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, cached_property
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,12 +43,11 @@ from resources.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     import dagster as dg
-    from dagster_dbt import DbtCliResource, DbtProject
 
     report_dbt_assets: dg.AssetsDefinition  # created on first access, see __getattr__ at the bottom
 
 __all__ = ["DBT_PROJECT_DIR", "MANIFEST_PATH", "ReportBuildError", "build_report_db", "manifest_is_fresh",
-           "prepare_manifest", "report_db_path", "report_dbt_assets", "report_dbt_resource", "report_project"]
+           "prepare_manifest", "report_db_path", "report_dbt_assets"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,8 @@ WAREHOUSE_KEY = ("report", "warehouse")
 GROUP = "report"
 POOL = "duckdb_writer"  # the warehouse loader's pool: one DuckDB writer at a time
 _FAILED = {"error", "fail", "runtime error"}  # run_results statuses that fail a build ("warn" does not)
+_BUILT = {"model", "seed", "snapshot"}  # the dbt resources that are assets
+_BUILD_TIMEOUT_S = 900
 
 
 class ReportBuildError(RuntimeError):
@@ -68,7 +75,7 @@ def _dbt_executable() -> str:
 
 def _dbt_env(target: Path) -> dict[str, str]:
     return {**os.environ, "DBT_TARGET_PATH": str(target), "DBT_LOG_PATH": str(target),
-            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_PARTIAL_PARSE": "false"}
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_PARTIAL_PARSE": "false", "DBT_USE_COLORS": "false"}
 
 
 # --- the manifest -----------------------------------------------------------------------------------------
@@ -135,10 +142,12 @@ def prepare_manifest(*, force: bool = False) -> Path:
     return MANIFEST_PATH
 
 
-def _manifest_for_definitions() -> Path:
-    from dagster_dbt.dbt_project import using_dagster_dev
+def _using_dagster_dev() -> bool:
+    return bool(os.environ.get("DAGSTER_IS_DEV_CLI"))  # set by `dagster dev` for its code servers
 
-    if using_dagster_dev():
+
+def _manifest_for_definitions() -> Path:
+    if _using_dagster_dev():
         return prepare_manifest()
     if not manifest_is_fresh():
         state = "is stale (a dbt_report/ file changed since the last parse)" if MANIFEST_PATH.exists() else \
@@ -223,6 +232,77 @@ def _report_build(final: Path, warehouse: Path, *, start_from_live: bool) -> Ite
         yield build
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+LineSink = Callable[[str, str], None]  # (level: info | warn | error, message)
+
+
+@dataclass(frozen=True)
+class _DbtRun:
+    returncode: int
+    lines: list[str]  # dbt's messages, in order
+    timed_out: bool
+
+    def tail(self) -> str:
+        return _tail("\n".join(self.lines)) + (f"\n(killed after {_BUILD_TIMEOUT_S} s)" if self.timed_out else "")
+
+
+def _dbt_message(raw: str) -> tuple[str, str]:
+    """(level, text) of one line of dbt's `--log-format json` output; any other line as it is, at info.
+
+    The level of a node's START line is "start": a node's result line follows it.
+    """
+    try:
+        info = json.loads(raw)["info"]
+        level = "start" if info.get("name") == "LogStartLine" else str(info.get("level") or "info")
+        return level, _ANSI.sub("", str(info.get("msg") or "")).rstrip()
+    except (ValueError, KeyError, TypeError):
+        return "info", _ANSI.sub("", raw).rstrip()
+
+
+def _run_dbt_build(build: _Build, select: Sequence[str] | None, on_line: LineSink) -> _DbtRun:
+    """`dbt build` into `build`, every node when `select` is None, else only the selected models and tests.
+
+    dbt's log lines are passed to `on_line` as they come: the result of each node ("3 of 114 OK created sql view
+    model ..."), dbt's header and summary, warnings and errors. A node's START line is not (each log event costs
+    Dagster a few ms of the CPU dbt runs on; the result line says the same).
+    """
+    cmd = [_dbt_executable(), "build", "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
+           "--vars", build.dbt_vars(), "--log-format", "json"]
+    env = _dbt_env(build.target)
+    if select is not None:
+        cmd += ["--select", *select]
+        env["DBT_INDIRECT_SELECTION"] = "empty"  # the tests asked for, not every test touching a selected model
+    lines: list[str] = []
+    timed_out = threading.Event()
+    proc = subprocess.Popen(cmd, cwd=DBT_PROJECT_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace")
+
+    def kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(_BUILD_TIMEOUT_S, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            if not raw.strip():
+                continue
+            level, text = _dbt_message(raw)
+            if text:
+                lines.append(text)
+                if level != "start":
+                    on_line(level, text)
+        returncode = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:  # on_line raised: do not leave dbt writing into a folder about to be removed
+            proc.kill()
+            proc.wait()
+    return _DbtRun(returncode, lines, timed_out.is_set())
+
+
 def _run_results(target: Path) -> dict[str, Any]:
     path = target / "run_results.json"
     return json.loads(path.read_text()) if path.exists() else {}
@@ -265,6 +345,10 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+def _log_dbt_line(level: str, text: str) -> None:
+    log.debug("dbt: %s", text)
+
+
 def build_report_db(home: Path) -> dict[str, int]:
     """`dbt build` the whole report from BENCH_HOME/warehouse.duckdb into BENCH_HOME/report.duckdb.
 
@@ -274,16 +358,13 @@ def build_report_db(home: Path) -> dict[str, int]:
     """
     home = Path(home)
     with _report_build(report_db_path(home), home / "warehouse.duckdb", start_from_live=False) as build:
-        r = subprocess.run([_dbt_executable(), "build", "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir",
-                            str(DBT_PROJECT_DIR), "--vars", build.dbt_vars()],
-                           cwd=DBT_PROJECT_DIR, env=_dbt_env(build.target), capture_output=True, text=True,
-                           timeout=900)
+        run = _run_dbt_build(build, None, _log_dbt_line)
         results = _run_results(build.target)
         failed = _results_with_status(results, _FAILED)
-        if r.returncode != 0 or failed:
-            detail = _describe(build, failed) if failed else _tail(r.stdout + r.stderr)
-            raise ReportBuildError(f"{build.final}: dbt build failed (exit {r.returncode}); the previous report is "
-                                   f"unchanged. Failed:\n{detail}")
+        if run.returncode != 0 or failed:
+            detail = _describe(build, failed) if failed else run.tail()
+            raise ReportBuildError(f"{build.final}: dbt build failed (exit {run.returncode}); the previous report "
+                                   f"is unchanged. Failed:\n{detail}")
         warned = _results_with_status(results, {"warn"})
         if warned:
             log.warning("dbt tests warned:\n%s", _describe(build, warned))
@@ -293,88 +374,226 @@ def build_report_db(home: Path) -> dict[str, int]:
 # --- Dagster ------------------------------------------------------------------------------------------------
 
 
-@cache
-def report_project() -> "DbtProject":
-    from dagster_dbt import DbtProject
+@dataclass(frozen=True)
+class _AssetNode:
+    """A dbt model (seed, snapshot) that is the asset `report/<name>`."""
 
-    return DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
-
-
-@cache
-def _report_dbt_cli_class() -> type["DbtCliResource"]:
-    from dagster_dbt import DbtCliResource
-    from packaging.version import Version
-
-    class ReportDbtCli(DbtCliResource):
-        """DbtCliResource without two start-up costs this project never uses, about 4 s of each materialization.
-
-        dagster-dbt 0.29 runs `dbt --version` to learn which dbt it will run (that command also asks PyPI for the
-        latest release: a network call on an offline box); it is the installed dbt-core. And it builds an
-        in-process adapter handle, used only to fetch column metadata and row counts, which we read from the
-        built file ourselves. Both hooks are private: if a dagster-dbt upgrade renames them, these overrides go
-        unused and the build is merely slower.
-        """
-
-        @cached_property
-        def _cli_version(self) -> Version:
-            return Version(version("dbt-core"))
-
-        def _initialize_dbt_core_adapter(self, args: Any) -> None:
-            return None
-
-    return ReportDbtCli
+    unique_id: str
+    key: tuple[str, ...]
+    selector: str  # dbt --select for exactly this node
+    table: str  # its relation in report.duckdb
 
 
-def report_dbt_resource() -> "DbtCliResource":
-    """The `report_dbt` resource the dbt assets use."""
-    return _report_dbt_cli_class()(project_dir=report_project(), dbt_executable=_dbt_executable())
+@dataclass(frozen=True)
+class _CheckNode:
+    """A dbt test that is the check `check_name` of the asset `key`."""
+
+    unique_id: str
+    key: tuple[str, ...]
+    check_name: str
+    selector: str
+    description: str
+    deps: tuple[tuple[str, ...], ...]  # the other nodes the test reads (a relationships test's `to` model)
+
+
+@dataclass(frozen=True)
+class _ReportGraph:
+    """What the Dagster side needs from the manifest, keyed by dbt unique_id, in manifest order."""
+
+    assets: dict[str, _AssetNode]
+    checks: dict[str, _CheckNode]
+    specs: list[dict[str, Any]]  # per asset: key, deps, description, columns, ... (plain values, no Dagster)
+
+
+def _selector(node: Mapping[str, Any]) -> str:
+    return "fqn:" + ".".join(node["fqn"])
+
+
+def _asset_name(node: Mapping[str, Any]) -> str:
+    v = node.get("version")
+    return node["name"] if v is None else f"{node['name']}_v{v}"  # as dagster-dbt keys versioned models
+
+
+def _check_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)  # Dagster's rule for check names
+
+
+def _attached_node(manifest: Mapping[str, Any], test: Mapping[str, Any]) -> str | None:
+    """The node a test checks, as dagster-dbt finds it: a generic test's attached_node, a singular test's one
+    upstream node, or the model named by `meta: {dagster: {ref: {name: ...}}}` in the test's config."""
+    upstream = set(test.get("depends_on", {}).get("nodes", []))
+    attached = test.get("attached_node")
+    if len(upstream) == 1:
+        [attached] = upstream
+    ref = ((test.get("config", {}).get("meta") or test.get("meta") or {}).get("dagster") or {}).get("ref")
+    if ref:
+        package = ref.get("package") or manifest.get("metadata", {}).get("project_name")
+        attached = next((uid for uid, n in manifest["nodes"].items()
+                         if (n["name"], n.get("package_name"), n.get("version")) ==
+                         (ref["name"], package, ref.get("version"))), None)
+    return attached
+
+
+def _test_definition(test: Mapping[str, Any], tested: str) -> str:
+    """What a test asserts, in a line: "not_null on leaderboard.model", "unique_combination on scores (...)"."""
+    if (test.get("description") or "").strip():
+        text = test["description"].strip()
+    elif test.get("test_metadata"):
+        meta = test["test_metadata"]
+        name = f"{meta['namespace']}.{meta['name']}" if meta.get("namespace") else meta["name"]
+        target = f"{tested}.{test['column_name']}" if test.get("column_name") else tested
+        args = ", ".join(f"{k}={v}" for k, v in (meta.get("kwargs") or {}).items() if k not in ("model", "column_name"))
+        text = f"{name} on {target}" + (f" ({args})" if args else "")
+    else:
+        text = f"singular test {test.get('original_file_path', test['name'])} on {tested}"
+    config = test.get("config") or {}
+    if config.get("where"):
+        text += f" where {config['where']}"
+    if str(config.get("severity", "")).lower() == "warn":
+        text += " [warn severity]"
+    return text
+
+
+def _code_version(node: Mapping[str, Any]) -> str | None:
+    code = node.get("raw_code") or node.get("raw_sql")  # as dagster-dbt: the model's code changed, or not
+    return hashlib.sha1(code.encode()).hexdigest() if code else (node.get("checksum") or {}).get("checksum")
+
+
+def _report_graph(manifest: Mapping[str, Any]) -> _ReportGraph:
+    """Assets, their lineage and their checks from a dbt manifest (plain JSON; no Dagster, no dbt)."""
+    nodes = manifest["nodes"]
+    assets = {uid: _AssetNode(uid, (GROUP, _asset_name(n)), _selector(n), n.get("alias") or n["name"])
+              for uid, n in nodes.items() if n["resource_type"] in _BUILT}
+
+    def upstream(node: Mapping[str, Any]) -> list[tuple[str, ...]]:
+        """Keys of the nodes `node` reads: models by name, every source as the loader's one asset."""
+        keys: list[tuple[str, ...]] = []
+        for up in node.get("depends_on", {}).get("nodes", []):
+            key = WAREHOUSE_KEY if up.startswith("source.") else assets[up].key if up in assets else None
+            if key is not None and key not in keys:
+                keys.append(key)
+        return keys
+
+    specs = []
+    for uid, asset in assets.items():
+        n = nodes[uid]
+        deps = upstream(n)
+        columns = [(name, c.get("data_type") or "?", (c.get("description") or "").strip() or None)
+                   for name, c in (n.get("columns") or {}).items()]
+        relation = ".".join(p for p in (n.get("database"), n.get("schema"), n.get("alias")) if p)
+        specs.append({"key": asset.key, "deps": deps, "description": (n.get("description") or "").strip() or None,
+                      "code_version": _code_version(n), "columns": columns,
+                      "table_name": relation or None, "unique_id": uid,
+                      "materialized": (n.get("config") or {}).get("materialized")})
+    checks: dict[str, _CheckNode] = {}
+    taken: set[tuple[tuple[str, ...], str]] = set()
+    for uid, n in nodes.items():
+        if n["resource_type"] != "test":
+            continue
+        attached = _attached_node(manifest, n)
+        if attached not in assets:
+            continue  # a test of a source, or of nothing we can tell: it still runs (and fails) with the build
+        key = assets[attached].key
+        name = _check_name(n["name"])
+        if (key, name) in taken:  # keep names unique per asset, and stable: the id's hash, not a counter
+            name = _check_name(f"{name}_{uid.rsplit('.', 1)[-1]}")
+        taken.add((key, name))
+        checks[uid] = _CheckNode(uid, key, name, _selector(n), _test_definition(n, nodes[attached]["name"]),
+                                 tuple(k for k in upstream(n) if k != key))
+    return _ReportGraph(assets, checks, specs)
+
+
+def _load_manifest(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def _log_to(logger: Any, level: str, text: str) -> None:
+    {"debug": logger.debug, "warn": logger.warning, "warning": logger.warning,
+     "error": logger.error}.get(level, logger.info)(text)
+
+
+def _check_result(build: _Build, check: _CheckNode, r: Mapping[str, Any]) -> "dg.AssetCheckResult":
+    import dagster as dg
+
+    status = r.get("status")
+    passed = status == "pass"
+    failures = r.get("failures")
+    metadata: dict[str, Any] = {"dbt_status": str(status)}
+    if failures is not None:
+        metadata["failures"] = dg.MetadataValue.int(int(failures))
+    if failures and r.get("compiled_code"):
+        metadata["failing_rows"] = dg.MetadataValue.text(_failing_rows(build, r["compiled_code"]))
+    message = (r.get("message") or "").strip()
+    return dg.AssetCheckResult(
+        asset_key=dg.AssetKey(list(check.key)), check_name=check.check_name, passed=passed,
+        severity=dg.AssetCheckSeverity.WARN if status == "warn" else dg.AssetCheckSeverity.ERROR,
+        description=check.description if passed or not message else f"{check.description}: {message}",
+        metadata=metadata)
 
 
 def _define_report_dbt_assets() -> "dg.AssetsDefinition":
     import dagster as dg
-    from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
 
     from resources.bench_home import BenchHome
 
-    class ReportTranslator(DagsterDbtTranslator):
-        """Sources are the loader's one asset; models are `report/<name>`, so keys mirror bench_assets/report/."""
+    graph = _report_graph(_load_manifest(_manifest_for_definitions()))
+    asset_specs = [
+        dg.AssetSpec(
+            key=dg.AssetKey(list(s["key"])), deps=[dg.AssetKey(list(d)) for d in s["deps"]],
+            description=s["description"], group_name=GROUP, kinds={"dbt", "duckdb"}, code_version=s["code_version"],
+            automation_condition=dg.AutomationCondition.eager(),  # a fresh warehouse rebuilds the report
+            skippable=True,  # a node dbt does not build (ephemeral) yields nothing
+            metadata={
+                **({"dagster/column_schema": dg.MetadataValue.table_schema(dg.TableSchema(
+                    columns=[dg.TableColumn(name, type=t, description=d) for name, t, d in s["columns"]]))}
+                   if s["columns"] else {}),
+                **({"dagster/table_name": s["table_name"]} if s["table_name"] else {}),
+                "dbt/unique_id": s["unique_id"],
+                **({"dbt/materialized": s["materialized"]} if s["materialized"] else {}),
+            })
+        for s in graph.specs]
+    check_specs = [dg.AssetCheckSpec(c.check_name, asset=dg.AssetKey(list(c.key)), description=c.description,
+                                     additional_deps=[dg.AssetKey(list(d)) for d in c.deps], blocking=False,
+                                     metadata={"dbt/unique_id": c.unique_id})
+                   for c in graph.checks.values()]
+    asset_by_key = {dg.AssetKey(list(a.key)): a for a in graph.assets.values()}
+    check_by_key = {dg.AssetCheckKey(dg.AssetKey(list(c.key)), c.check_name): c for c in graph.checks.values()}
 
-        def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
-            if dbt_resource_props["resource_type"] == "source":
-                return dg.AssetKey(list(WAREHOUSE_KEY))
-            return dg.AssetKey([GROUP, dbt_resource_props["name"]])
-
-        def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
-            return GROUP
-
-        def get_automation_condition(self, dbt_resource_props: Mapping[str, Any]) -> dg.AutomationCondition | None:
-            # A fresh warehouse rebuilds the report without anyone launching dbt (report_automation evaluates it).
-            return dg.AutomationCondition.eager()
-
-    translator = ReportTranslator(settings=DagsterDbtTranslatorSettings(enable_duplicate_source_asset_keys=True))
-
-    @dbt_assets(manifest=_manifest_for_definitions(), project=report_project(), dagster_dbt_translator=translator,
-                name="report_dbt_assets", pool=POOL)
-    def report_dbt_assets(context: dg.AssetExecutionContext, report_dbt: DbtCliResource, home: BenchHome):
+    @dg.multi_asset(name="report_dbt_assets", specs=asset_specs, check_specs=check_specs, can_subset=True,
+                    pool=POOL)
+    def report_dbt_assets(context: dg.AssetExecutionContext, home: BenchHome):
         """dbt build of the report into a scratch file, renamed over report.duckdb when every node passed."""
+        selected_assets = {asset_by_key[k] for k in context.selected_asset_keys}
+        selected_checks = {check_by_key[k] for k in context.selected_asset_check_keys}
+        select = None
+        if context.is_subset:
+            select = sorted({a.selector for a in selected_assets} | {c.selector for c in selected_checks})
         with _report_build(home.report_db_path, home.warehouse_path, start_from_live=context.is_subset) as build:
-            invocation = report_dbt.cli(["build", "--vars", build.dbt_vars()], context=context,
-                                        target_path=build.target, raise_on_error=False)
-            # Held back until the file is in place: a model is materialized when readers can see it.
-            events = list(invocation.stream())
-            failed = _results_with_status(_run_results(build.target), _FAILED)
-            if failed or not invocation.is_successful():
-                yield from (e for e in events if not isinstance(e, dg.Output))  # the check results, pass or fail
-                detail = _describe(build, failed) if failed else str(invocation.get_error())
-                raise dg.Failure(description=f"dbt build failed; {home.report_db_path} is unchanged. "
-                                             f"Failed:\n{detail}")
-            counts = build.publish()
-        keys = context.assets_def.keys_by_output_name
-        for event in events:
-            if isinstance(event, dg.Output) and keys[event.output_name].path[-1] in counts:
-                rows = counts[keys[event.output_name].path[-1]]
-                event = event.with_metadata({**event.metadata, "dagster/row_count": dg.MetadataValue.int(rows)})
-            yield event
+            run = _run_dbt_build(build, select, lambda level, text: _log_to(context.log, level, text))
+            results = _run_results(build.target).get("results", [])
+            checks = {c.unique_id: c for c in selected_checks}
+            check_results = [_check_result(build, checks[r["unique_id"]], r) for r in results
+                             if r.get("unique_id") in checks and r.get("status") != "skipped"]
+            failed = [r for r in results if r.get("status") in _FAILED]
+            if failed or run.returncode != 0:
+                yield from check_results  # pass or fail: the checks say which test broke
+                detail = _describe(build, failed) if failed else run.tail()
+                raise dg.Failure(description=f"dbt build failed (exit {run.returncode}); {home.report_db_path} is "
+                                             f"unchanged. Failed:\n{detail}")
+            # Checks only (no model selected) changed nothing: the live report stays as it is.
+            counts = build.publish() if selected_assets else {}
+        # Held back until the file is in place: a model is materialized when readers can see it.
+        assets = {a.unique_id: a for a in selected_assets}
+        for r in results:
+            asset = assets.get(r.get("unique_id"))
+            if asset is None or r.get("status") != "success":
+                continue
+            metadata: dict[str, Any] = {"execution_time_s": dg.MetadataValue.float(
+                round(float(r.get("execution_time") or 0.0), 3))}
+            if asset.table in counts:  # tables; a view has no stored rows to count
+                metadata["dagster/row_count"] = dg.MetadataValue.int(counts[asset.table])
+            yield dg.MaterializeResult(asset_key=dg.AssetKey(list(asset.key)), metadata=metadata)
+        yield from check_results
 
     return report_dbt_assets
 

@@ -4,7 +4,7 @@ checks) and the rendered report."""
 import dagster as dg
 
 from bench_assets.report.check_assets import campaign_checks
-from bench_assets.report.dbt_assets import report_dbt_assets, report_dbt_resource
+from bench_assets.report.dbt_assets import report_dbt_assets
 from bench_assets.report.loader_assets import warehouse
 from bench_assets.report.report_assets import rendered
 
@@ -24,5 +24,4 @@ report_automation = dg.AutomationConditionSensorDefinition(
 )
 
 defs = dg.Definitions(assets=[warehouse, report_dbt_assets, rendered], asset_checks=campaign_checks,
-                      jobs=[warehouse_job, report_job], sensors=[report_automation],
-                      resources={"report_dbt": report_dbt_resource()})
+                      jobs=[warehouse_job, report_job], sensors=[report_automation])

@@ -1,0 +1,209 @@
+"""The adapter contract the augbench runners drive, and the checks every adapter shares.
+
+An adapter turns `transform_specs` data into library calls. It imports its library lazily (inside methods),
+so importing `bench_assets.augbench.adapters` stays free of torch/kornia/albumentations.
+
+Errors: `Unsupported(reason)` means "this cell cannot be measured" (recorded as `unsupported`); anything else
+raised by `build` -- `SpecError` for a bad parameter, `ValueError` for an unknown media/transform -- is a bug
+and is recorded as `error`, so a spec mistake can never silently drop a row.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from bench_assets.augbench import transform_specs as ts
+from bench_assets.augbench.transform_specs import SpecError
+
+__all__ = ["Adapter", "BaseAdapter", "SpecError", "Unsupported", "package_versions"]
+
+
+class Unsupported(Exception):
+    """The cell cannot be measured; `str(exc)` is the reason recorded in the result file."""
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    name: str
+
+    def availability(self, device: str) -> str | None: ...
+
+    def versions(self) -> dict[str, str]: ...
+
+    def to_native(self, items: list[np.ndarray], media: str, device: str) -> list[Any]: ...
+
+    def build(self, transform: str, media: str, device: str) -> Callable[[Any], Any]: ...
+
+    def materialize(self, out: Any) -> Any: ...
+
+    def dataloader_transform(self, transform: str, media: str) -> Callable[[np.ndarray], Any]: ...
+
+
+def package_versions(*dists: str) -> dict[str, str]:
+    out = {}
+    for d in dists:
+        try:
+            out[d] = importlib.metadata.version(d)
+        except importlib.metadata.PackageNotFoundError:
+            out[d] = "not installed"
+    return out
+
+
+def with_default_p(cls: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Always apply: add p=1 when the constructor has a `p` argument and the spec did not set it."""
+    if "p" in kwargs:
+        return kwargs
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    return {**kwargs, "p": 1.0} if "p" in params else kwargs
+
+
+def construct(where: str, cls: Any, kwargs: dict[str, Any]) -> Any:
+    """cls(**kwargs); an unknown argument name or a constructor's complaint becomes a SpecError naming the cell
+    (AlbumentationsX only warns about unknown arguments and would run with its defaults)."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if params and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            raise SpecError(f"{where}: unknown argument(s) {', '.join(unknown)}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError, AssertionError) as exc:
+        raise SpecError(f"{where}: {type(exc).__name__}: {exc}") from exc
+
+
+class BaseAdapter:
+    """Shared gatekeeping: CSV listing, availability, media checks. Subclasses implement the `_` hooks."""
+
+    name = "base"
+    devices: tuple[str, ...] = ("cpu",)
+    media_kinds: tuple[str, ...] = ts.MEDIA
+
+    # -- availability
+    def _import_error(self) -> str | None:  # "not installed" reason, or None
+        raise NotImplementedError
+
+    def availability(self, device: str) -> str | None:
+        missing = self._import_error()
+        if missing:
+            return missing
+        if device not in ("cpu", "cuda"):
+            return f"unknown device {device!r}"
+        if device not in self.devices:
+            return "CPU only" if self.devices == ("cpu",) else f"{self.name} does not run on {device}"
+        if device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                return "no CUDA device"
+        return None
+
+    def _check_usable(self, device: str) -> None:
+        why = self.availability(device)
+        if why:
+            raise Unsupported(why)
+
+    def _check_media(self, media: str) -> None:
+        ts.check_media(media)
+        if media not in self.media_kinds:
+            raise Unsupported(f"{self.name} has no {media} item type (RGB images only)")
+
+    def _resolved(self, transform: str, media: str, mode: str) -> ts.Call:
+        """CSV gate (Unsupported when not listed), then the validated call (SpecError when wrong)."""
+        ts.paper_row(media, transform)  # ValueError: unknown transform for this media
+        if not ts.listed(media, transform, self.name, mode):
+            where = "paper set" if mode == "micro" else "paper DataLoader set"
+            raise Unsupported(f"{self.name} has no {transform} in the {where} ({media})")
+        self._check_media(media)
+        return ts.resolved_call(transform, self.name, media)
+
+    # -- the contract
+    def build(self, transform: str, media: str, device: str) -> Callable[[Any], Any]:
+        call = self._resolved(transform, media, "micro")
+        self._check_usable(device)
+        return self._build(transform, call, media, device)
+
+    def dataloader_transform(self, transform: str, media: str) -> Callable[[np.ndarray], Any]:
+        call = self._resolved(transform, media, "dataloader")
+        self._check_usable("cpu")
+        return self._recipe(transform, call, media)
+
+    def _build(self, transform: str, call: ts.Call, media: str, device: str) -> Callable[[Any], Any]:
+        raise NotImplementedError
+
+    def _recipe(self, transform: str, call: ts.Call, media: str) -> Callable[[np.ndarray], Any]:
+        raise NotImplementedError
+
+
+def normalize_stats(media: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    k = 3 if media == "9ch" else 1
+    return ts.NORMALIZE_MEAN * k, ts.NORMALIZE_STD * k
+
+
+def check_items(items: list[np.ndarray], media: str) -> None:
+    want = {"rgb": (3, 3), "9ch": (3, 9), "video": (4, 3)}[media]
+    for i, x in enumerate(items):
+        if not isinstance(x, np.ndarray) or x.dtype != np.uint8 or x.ndim != want[0] or x.shape[-1] != want[1]:
+            shape = getattr(x, "shape", None)
+            raise ValueError(f"item {i}: expected uint8 {'THWC' if media == 'video' else 'HWC'} with "
+                             f"{want[1]} channels for {media}, got {type(x).__name__} {shape}")
+
+
+def materialize_output(out: Any) -> Any:
+    """The one materialization rule, identical for every library (see FAIRNESS_RULES in transform_specs).
+
+    numpy: a contiguous buffer (`np.ascontiguousarray` copies only views: negative-stride flips, strided crops);
+    torch: the same rule with `.contiguous()`, then a CUDA sync when the tensor is on a GPU; PIL: `load()`.
+    """
+    if isinstance(out, np.ndarray):
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    if hasattr(out, "is_contiguous") and hasattr(out, "is_cuda"):  # torch.Tensor (incl. tv_tensors)
+        if not out.is_contiguous():
+            out = out.contiguous()
+        if out.is_cuda:
+            import torch
+
+            torch.cuda.synchronize(out.device)
+        return out
+    if hasattr(out, "load") and hasattr(out, "mode"):  # PIL.Image.Image
+        out.load()
+        return out
+    raise TypeError(f"cannot materialize a {type(out).__module__}.{type(out).__name__}")
+
+
+def resolve_value(value: Any, symbols: dict[str, Any], where: str) -> Any:
+    """Replace `Sym`s (and nested tuples/lists/dicts) by the adapter's objects; unknown symbols are SpecErrors."""
+    if isinstance(value, ts.Sym):
+        if value.name not in symbols:
+            raise SpecError(f"{where}: symbol {value.name!r} has no meaning for this library")
+        return symbols[value.name]
+    if isinstance(value, tuple):
+        return tuple(resolve_value(v, symbols, where) for v in value)
+    if isinstance(value, list):
+        return [resolve_value(v, symbols, where) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve_value(v, symbols, where) for k, v in value.items()}
+    return value
+
+
+class TorchRgbChunks:
+    """[rgb_chunks]: the RGB transform on each triple of a 9-channel (.., C, H, W) tensor, concatenated on C."""
+
+    def __init__(self, inner: Any, dim: int = -3) -> None:
+        self.inner = inner
+        self.dim = dim
+
+    def __call__(self, x: Any) -> Any:
+        import torch
+
+        return torch.cat([self.inner(c) for c in torch.split(x, 3, dim=self.dim)], dim=self.dim)
