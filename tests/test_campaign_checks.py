@@ -109,6 +109,18 @@ def test_coverage_lists_missing_and_failed_datasets(home: Path) -> None:
     assert f"syna-c (syna-c:datasets): 4/6, failed {b}, missing {a}" in finding.description
 
 
+def test_coverage_only_warns_while_the_gaps_are_in_flight(home: Path) -> None:
+    a = _datasets(home)[0]
+    _current_score_file(home, "syna-t", a).unlink()
+    (home / "eval" / "syna-t" / a / "CURRENT.score").unlink()
+    wh = _load(home)
+    running = cc.coverage(wh, in_flight={("syna-t", a)})
+    assert not running.passed and running.severity == "WARN"
+    assert running.description.startswith("campaign still running") and "running or queued 1" in running.description
+    stalled = cc.coverage(wh)
+    assert not stalled.passed and stalled.severity == "ERROR" and f"missing {a}" in stalled.description
+
+
 def test_protocol_conformance_catches_split_thresholds_recipe_and_version(home: Path) -> None:
     ds = _datasets(home)
     _edit(_current_score_file(home, "syna-t", ds[0]), lambda d: d.update(split="valid"))
