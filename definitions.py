@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from bench_assets.augbench.definitions import defs as augbench
 from bench_assets.report.definitions import defs as report
 from bench_assets.rf100vl.definitions import defs as rf100vl
 from resources.bench_home import BenchHome
@@ -10,6 +11,7 @@ shared = dg.Definitions(resources={"home": BenchHome()})
 
 defs = dg.Definitions.merge(
     shared,
-    rf100vl,  # catalogue, datasets (+ checks, inbox sensor)
-    report,  # warehouse loader
+    rf100vl,  # catalogue, datasets, checkpoints, predictions, scores, submissions (+ checks, schedules, sensors)
+    augbench,  # augmentation speed benchmark: media, per-library results (+ coverage check)
+    report,  # warehouse loader + campaign checks, dbt marts, the rendered report
 )

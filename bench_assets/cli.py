@@ -395,6 +395,67 @@ def cmd_publish(args: argparse.Namespace) -> int:
                         append=args.append, log=log)
 
 
+def _augbench_config(args: argparse.Namespace):  # noqa: ANN202
+    from bench_assets.augbench.config import load_config
+
+    overrides = {"num_items": args.num_items, "num_runs": args.num_runs, "device": args.device,
+                 "workers": args.workers, "batch_size": args.batch_size}
+    return load_config(Path(args.config), overrides)
+
+
+def cmd_augbench_plan(args: argparse.Namespace) -> int:
+    """Expand a config into partitions, cells and result files; refuse impossible cells with the reason."""
+    from bench_assets.augbench.config import ConfigError
+    from bench_assets.augbench.pipeline import register_config
+    from bench_assets.augbench.plan import format_plan
+
+    try:
+        plan = register_config(bench_home_path(), _augbench_config(args))
+    except ConfigError as exc:
+        return _fail(str(exc), 2)
+    print(format_plan(plan, bench_home_path()))
+    return 0
+
+
+def run_augbench(config_path: Path, overrides: dict | None = None, report: bool = True) -> int:
+    """Register the config, build its media, then measure each library in turn (never two at once: they
+    would share the cores being measured), then load the warehouse and rebuild the report."""
+    import dagster as dg
+
+    from bench_assets.augbench.config import ConfigError, load_config
+    from bench_assets.augbench.partitions import CONFIG_PARTITIONS_NAME
+    from bench_assets.augbench.pipeline import register_config
+    from bench_assets.augbench.plan import format_plan
+    from bench_assets.instance import _add_partitions, execute, open_instance
+
+    home = bench_home_path()
+    try:
+        cfg = load_config(config_path, overrides)
+        plan = register_config(home, cfg)
+    except ConfigError as exc:
+        return _fail(str(exc), 2)
+    print(format_plan(plan, home))
+    instance = open_instance(home)
+    _add_partitions(instance, CONFIG_PARTITIONS_NAME, [cfg.name])
+    code = _report(execute(instance, "augbench_media_job", partition_key=cfg.name), f"augbench media {cfg.name}")
+    if code:
+        return code
+    for lib in cfg.libraries:
+        key = dg.MultiPartitionKey({"config": cfg.name, "library": lib})
+        outcome = execute(instance, "augbench_results_job", partition_key=key)
+        code = _report(outcome, f"augbench {cfg.name}/{lib}") or code
+        print(f"augbench {cfg.name}/{lib}: {'ok' if outcome.success else 'FAILED'} (run {outcome.run_id})")
+    if report:
+        code = _build_report(instance) or code
+    return code
+
+
+def cmd_augbench_run(args: argparse.Namespace) -> int:
+    overrides = {"num_items": args.num_items, "num_runs": args.num_runs, "device": args.device,
+                 "workers": args.workers, "batch_size": args.batch_size}
+    return run_augbench(Path(args.config), overrides, report=not args.no_report)
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from bench_assets.rescore import rescore_all
 
@@ -454,6 +515,20 @@ def build_parser() -> argparse.ArgumentParser:
     sbb = sb.add_parser("build", help="(re)build a model's submission from its current scores")
     sbb.add_argument("--model", required=True)
     sbb.set_defaults(fn=cmd_submission_build)
+    ab = sub.add_parser("augbench", help="the augmentation speed benchmark: plan and run configs").add_subparsers(
+        dest="augbench_command", required=True)
+    for name, fn, helptext in (("plan", cmd_augbench_plan, "expand a config into partitions, cells and result files"),
+                               ("run", cmd_augbench_run, "run a config's plan through Dagster, then the report")):
+        a = ab.add_parser(name, help=helptext)
+        a.add_argument("--config", required=True, help="a YAML config, e.g. configs/paper/rgb-micro.yaml")
+        a.add_argument("--num-items", type=int)
+        a.add_argument("--num-runs", type=int)
+        a.add_argument("--device", choices=["cpu", "cuda"])
+        a.add_argument("--workers", type=int)
+        a.add_argument("--batch-size", type=int)
+        if name == "run":
+            a.add_argument("--no-report", action="store_true", help="skip the warehouse load and report rebuild")
+        a.set_defaults(fn=fn)
     pb = sub.add_parser("publish", help="upload a model's results/checkpoints to a HF dataset repo and verify them "
                                         "by listing the remote (token from HF_TOKEN)")
     pb.add_argument("--model", required=True)

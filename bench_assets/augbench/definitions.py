@@ -1,0 +1,15 @@
+"""The augmentation speed benchmark domain: media and per-library results with their checks, and the jobs
+`bench augbench run` launches."""
+
+import dagster as dg
+
+from bench_assets.augbench.assets import cells_complete, media, results
+
+augbench_media_job = dg.define_asset_job("augbench_media_job", selection=dg.AssetSelection.assets(media),
+                                         description="Build one config's media set (content-hashed).")
+augbench_results_job = dg.define_asset_job(
+    "augbench_results_job", selection=dg.AssetSelection.assets(results),
+    description="Measure one (config, library) partition once more and append the repeat.")
+
+defs = dg.Definitions(assets=[media, results], asset_checks=[cells_complete],
+                      jobs=[augbench_media_job, augbench_results_job])
