@@ -552,6 +552,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["augbench"]:
+        # The single-thread policy must be in the environment before numpy/torch load their thread pools.
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
     if argv[:1] == ["score"]:  # the fast path: no Dagster, no torch
         from bench_assets.rf100vl.score_cli import main as score_main
 

@@ -85,6 +85,30 @@ TABLE_SCHEMAS: dict[str, dict[str, str]] = {
         "num_images": "BIGINT", "num_classes": "BIGINT", "weights_sha256": "VARCHAR", "mAP50_95": "DOUBLE",
         "mAP50": "DOUBLE", "mAP75": "DOUBLE", "AR100": "DOUBLE", "AR_max_det": "DOUBLE", "wall_seconds": "DOUBLE",
     },
+    # augbench result files: one row per (config, library, repeat, transform) cell.
+    "augbench_results": {
+        "config": "VARCHAR", "media": "VARCHAR", "mode": "VARCHAR", "device": "VARCHAR", "library": "VARCHAR",
+        "transform": "VARCHAR", "repeat": "BIGINT", "status": "VARCHAR", "reason": "VARCHAR",
+        "throughputs": "DOUBLE[]", "runs": "BIGINT", "median": "DOUBLE", "mean": "DOUBLE", "std": "DOUBLE",
+        "cv": "DOUBLE", "ci95_low": "DOUBLE", "ci95_high": "DOUBLE", "unstable": "BOOLEAN",
+        "preflight_throughput": "DOUBLE", "startup_seconds": "DOUBLE", "peak_rss_mb": "DOUBLE",
+        "peak_cuda_allocated_mb": "DOUBLE", "peak_cuda_reserved_mb": "DOUBLE", "num_items": "BIGINT",
+        "batch_size": "BIGINT", "workers": "BIGINT", "hardware": "VARCHAR", "threads": "VARCHAR",
+        "media_hash": "VARCHAR", "config_sha256": "VARCHAR", "library_version": "VARCHAR", "started": "VARCHAR",
+        "is_latest": "BOOLEAN", "path": "VARCHAR",
+    },
+    # one row per (config, library, transform): the paper figure, pooled over every repeat run with the
+    # latest repeat's config hash (a changed config starts a fresh pool); status is the latest repeat's
+    "augbench_cells": {
+        "config": "VARCHAR", "media": "VARCHAR", "mode": "VARCHAR", "device": "VARCHAR", "library": "VARCHAR",
+        "transform": "VARCHAR", "status": "VARCHAR", "reason": "VARCHAR", "repeats": "BIGINT", "runs": "BIGINT",
+        "median": "DOUBLE", "mean": "DOUBLE", "std": "DOUBLE", "cv": "DOUBLE", "ci95_low": "DOUBLE",
+        "ci95_high": "DOUBLE", "unstable": "BOOLEAN", "preflight_throughput": "DOUBLE", "hardware": "VARCHAR",
+        "threads": "VARCHAR", "media_hash": "VARCHAR", "library_version": "VARCHAR",
+    },
+    # the planned cells of every registered augbench config (coverage is judged against these)
+    "augbench_planned": {"config": "VARCHAR", "library": "VARCHAR", "transform": "VARCHAR",
+                         "planned_status": "VARCHAR", "reason": "VARCHAR"},
 }
 
 

@@ -293,6 +293,84 @@ def _submission_dataset_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _augbench_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from bench_assets.augbench.naming import iter_results_files
+    from bench_assets.augbench.results import read_results
+    from bench_assets.augbench.stats import summarize
+
+    rows = []
+    for path in iter_results_files(home):
+        doc = read_results(path)
+        if doc is None:
+            continue
+        cfg = doc.config
+        for rep in doc.repeats:
+            version = rep.versions.get(doc.library) or next(iter(rep.versions.values()), None)
+            for c in rep.cells:
+                extra = c.model_extra or {}
+                s = summarize(c.throughputs) if c.throughputs else {}
+                rows.append({
+                    "config": doc.config_name, "media": cfg["media"], "mode": cfg["mode"], "device": cfg["device"],
+                    "library": doc.library, "transform": c.transform, "repeat": rep.repeat, "status": c.status,
+                    "reason": c.reason, "throughputs": c.throughputs, "runs": len(c.throughputs),
+                    **{k: s.get(k) for k in ("median", "mean", "std", "cv", "ci95_low", "ci95_high")},
+                    "unstable": s.get("unstable"), "preflight_throughput": c.preflight_throughput,
+                    **{k: extra.get(k) for k in ("startup_seconds", "peak_rss_mb", "peak_cuda_allocated_mb",
+                                                 "peak_cuda_reserved_mb")},
+                    "num_items": cfg["num_items"], "batch_size": cfg.get("batch_size"), "workers": cfg.get("workers"),
+                    "hardware": rep.hardware, "threads": json.dumps(rep.threads, sort_keys=True),
+                    "media_hash": rep.media_hash, "config_sha256": rep.config_sha256, "library_version": version,
+                    "started": rep.started, "is_latest": rep.repeat == doc.repeats[-1].repeat, "path": str(path),
+                })
+    return pd.DataFrame(rows)
+
+
+def _augbench_cell_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from bench_assets.augbench.naming import iter_results_files
+    from bench_assets.augbench.results import read_results
+    from bench_assets.augbench.stats import summarize
+
+    rows = []
+    for path in iter_results_files(home):
+        doc = read_results(path)
+        if doc is None or not doc.repeats:
+            continue
+        latest = doc.repeats[-1]
+        pool = [r for r in doc.repeats if r.config_sha256 == latest.config_sha256]
+        for c in latest.cells:
+            runs = [t for r in pool for cell in r.cells if cell.transform == c.transform and cell.status == "ok"
+                    for t in cell.throughputs] if c.status == "ok" else []
+            s = summarize(runs) if runs else {}
+            rows.append({
+                "config": doc.config_name, "media": doc.config["media"], "mode": doc.config["mode"],
+                "device": doc.config["device"], "library": doc.library, "transform": c.transform, "status": c.status,
+                "reason": c.reason, "repeats": len(pool), "runs": len(runs),
+                **{k: s.get(k) for k in ("median", "mean", "std", "cv", "ci95_low", "ci95_high", "unstable")},
+                "preflight_throughput": c.preflight_throughput, "hardware": latest.hardware,
+                "threads": json.dumps(latest.threads, sort_keys=True), "media_hash": latest.media_hash,
+                "library_version": latest.versions.get(doc.library) or next(iter(latest.versions.values()), None),
+            })
+    return pd.DataFrame(rows)
+
+
+def _augbench_planned_rows(home: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from bench_assets.augbench.naming import augbench_dir
+
+    rows = []
+    root = augbench_dir(home)
+    for plan in sorted(root.glob("*/plan.json")) if root.exists() else []:
+        doc = json.loads(plan.read_text())
+        rows += [{"config": doc["config"]["name"], "library": c["library"], "transform": c["transform"],
+                  "planned_status": c["status"], "reason": c["reason"]} for c in doc["cells"]]
+    return pd.DataFrame(rows)
+
+
 # Table name -> builder over BENCH_HOME. Later domains add their tables here.
 TABLES: dict[str, TableBuilder] = {
     "datasets": _dataset_rows,
@@ -306,12 +384,17 @@ TABLES: dict[str, TableBuilder] = {
     "published": _published_rows,
     "submissions": _submission_rows,
     "submission_datasets": _submission_dataset_rows,
+    "augbench_results": _augbench_rows,
+    "augbench_cells": _augbench_cell_rows,
+    "augbench_planned": _augbench_planned_rows,
 }
 ORDER_BY = {"datasets": "dataset, version", "dataset_splits": "dataset, version, split",
             "runs": "model, dataset, run_signature", "epochs": "model, dataset, run_signature, epoch",
             "scores": "model, dataset, fingerprint", "catalog": "dataset", "suites": "suite, dataset",
             "models": "model", "published": "model", "submissions": "origin, model",
-            "submission_datasets": "origin, model, dataset"}
+            "submission_datasets": "origin, model, dataset",
+            "augbench_results": "config, library, repeat, transform", "augbench_planned": "config, library, transform",
+            "augbench_cells": "config, library, transform"}
 
 
 @contextmanager
