@@ -67,7 +67,7 @@ DEMO_MODEL = "yolo9-t"
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The mini suite end to end: datasets, then yolo9-t with the (non-conformant) smoke recipe,
-    trained, used to predict `test`, and scored."""
+    trained, used to predict `test`, and scored; then the reduced augbench (configs/smoke/); then the report."""
     from bench_assets.instance import execute, open_instance, register_partitions
     from bench_assets.rf100vl.catalog import suite_members
     from bench_assets.rf100vl.sources import SourceSpec, register
@@ -86,6 +86,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         code = run_campaign("rf100vl_campaign_job", DEMO_MODEL, suite="mini", recipe="smoke",
                             lanes=args.lanes) or code
         _print_scores(home)
+    if not args.datasets_only and not args.no_augbench:
+        for cfg in sorted((REPO_ROOT / "configs" / "smoke").glob("*.yaml")):  # the reduced augbench
+            code = run_augbench(cfg, report=False) or code
+    if not args.datasets_only:
         code = _build_report(instance) or code
     print(f"\nBENCH_HOME={home}\nwarehouse: {home / 'warehouse.duckdb'}")
     if (home / "report" / "index.html").exists():
@@ -468,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the embedded mini suite end to end: datasets, training, scores")
     demo.add_argument("--datasets-only", action="store_true", help="stop after the datasets")
     demo.add_argument("--lanes", type=int, default=2, help="CPU lanes for training (default 2)")
+    demo.add_argument("--no-augbench", action="store_true", help="skip the reduced augmentation benchmark")
     demo.set_defaults(fn=cmd_demo)
     ds = sub.add_parser("datasets", help="import, register and list datasets").add_subparsers(
         dest="datasets_command", required=True)
@@ -552,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["augbench"]:
+    if argv[:1] in (["augbench"], ["demo"]):
         # The single-thread policy must be in the environment before numpy/torch load their thread pools.
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ.setdefault(var, "1")
