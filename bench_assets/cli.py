@@ -362,6 +362,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not html.exists():
         return code or _fail("no report was rendered; see the run in the UI")
     print(f"report: {html}\nmarkdown: {md}")
+    paper = home / "report" / "augbench" / "index.html"
+    if paper.exists():
+        print(f"augbench paper report: {paper}")
     if code:
         print("bench: the report was built, but checks failed (listed at its top and above)", file=sys.stderr)
     if args.open:

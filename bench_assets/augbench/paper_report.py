@@ -1,0 +1,741 @@
+"""Render the augbench paper report from the dbt marts: paper.md, a self-contained index.html and PNG plots.
+
+Pure (no Dagster). duckdb and matplotlib are imported inside functions: the code location imports this module.
+Reads `augbench_paper_table`, `augbench_coverage`, `augbench_winners` and `augbench_not_measured` from
+report.duckdb (read-only) and writes into `out_dir` (BENCH_HOME/report/augbench/), every file atomically, PNGs
+first and the pages last, so a page never names a plot that is not there. Output is deterministic for the same
+marts: rows in a fixed order, no timestamps, PNGs saved without the Software tag.
+
+Per config (one row family of the paper): the paper table (transform rows x library columns, median items/s, the
+fastest in bold, unstable figures marked, cells without a figure as short tags), speedups over the reference
+library, coverage and winner counts per library, and the cells not measured with their reasons. Plots: grouped
+bars per config (log items/s), a speedup heatmap per config (log2), and coverage vs throughput per library.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench_assets.fsutil import atomic_write_bytes, atomic_write_text
+
+REFERENCE = "albumentationsx"  # the dbt var augbench_reference_library's default: speedups are relative to it
+SUMMARY_MAX_BYTES = 300_000  # Dagster keeps the summary in its event log
+SUMMARY_ROWS = 10  # transforms of the first config shown in the summary
+REASON_MAX_CHARS = 300
+DPI = 100
+UNSTABLE_MARK = "†"
+TAGS = {"early_stopped": "early-stop", "unsupported": "unsupported", "error": "error", "missing": "—"}
+DISPLAY = {"albumentationsx": "AlbumentationsX", "torchvision": "torchvision", "kornia": "Kornia",
+           "pillow": "Pillow", "dali": "DALI"}
+COVERAGE_PLOT = "coverage_vs_throughput.png"
+_OUR_PNG = re.compile(r"^(bars|speedup)-.+\.png$|^coverage_vs_throughput\.png$")
+FORMAT_NOTE = (f"Throughput is the median items/s over the timed passes pooled across the repeats of a config's "
+               f"current settings; the fastest measured library of each transform is in **bold**; "
+               f"{UNSTABLE_MARK} marks an unstable figure (CV above 0.15). Cells without a figure: early-stop (the "
+               f"preflight pass was too slow to time), unsupported (no equivalent in the library), error (the "
+               f"library failed), — (planned, not run yet). Speedups are items/s over AlbumentationsX's on the same "
+               f"transform, when both were measured.")
+
+# Columns read from each mart, by name, and the order rows are read in (output never depends on scan order).
+MARTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "augbench_paper_table": (("config", "media", "mode", "device", "transform", "library", "status", "reason",
+                              "items_per_s", "ci95_low", "ci95_high", "cv", "unstable", "repeats", "runs",
+                              "preflight_items_per_s", "speedup_vs_albumentationsx", "is_fastest", "hardware",
+                              "library_version"), "config, transform, library"),
+    "augbench_coverage": (("config", "library", "planned", "ok", "early_stopped", "unsupported", "error", "missing",
+                           "unplanned", "measured_share", "median_items_per_s"), "config, library"),
+    "augbench_winners": (("config", "library", "wins", "uncontested_wins", "transforms_compared",
+                          "transforms_vs_reference", "geomean_speedup_vs_albumentationsx", "rank"),
+                         "config, library"),
+    "augbench_not_measured": (("config", "transform", "library", "status", "reason", "planned_status",
+                               "preflight_items_per_s"), "config, status, transform, library"),
+}
+
+Row = dict[str, Any]
+
+
+class PaperReportError(ValueError):
+    """report.duckdb lacks a mart or a column the paper report reads."""
+
+
+@dataclass(frozen=True)
+class PaperReport:
+    out_dir: Path
+    markdown: Path  # paper.md
+    html: Path  # index.html
+    images: dict[str, Path]  # plot key ("bars:<config>", "speedup:<config>", "coverage") -> PNG written this time
+    summary_md: str  # compact markdown for Dagster metadata (< SUMMARY_MAX_BYTES)
+    configs: int
+    cells: int  # rows of the paper table (planned or measured)
+    ok_cells: int
+    not_measured: int  # early-stopped, unsupported and error cells
+
+
+# ---------------------------------------------------------------------------------------------- reading the marts
+
+
+def read_marts(report_db: Path) -> dict[str, list[Row]]:
+    """Every mart's rows, columns by name, in a fixed order; a missing mart or column fails naming it."""
+    import duckdb
+
+    report_db = Path(report_db)
+    if not report_db.is_file():
+        raise FileNotFoundError(f"{report_db}: no report database; build it with `dbt build` (the report assets)")
+    with duckdb.connect(str(report_db), read_only=True) as con:
+        present: dict[str, list[str]] = {}
+        for table, column in con.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_catalog = "
+                "current_database() AND table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall():
+            present.setdefault(table.lower(), []).append(column)
+        missing = [t for t in MARTS if t not in present]
+        if missing:
+            raise PaperReportError(f"{report_db}: augbench mart(s) missing: {', '.join(missing)}; build them with "
+                                   f"`dbt build` (dbt_report/models/marts/augbench/)")
+        out = {}
+        for table, (columns, order_by) in MARTS.items():
+            have = {c.lower() for c in present[table]}
+            lacking = [c for c in columns if c.lower() not in have]
+            if lacking:
+                raise PaperReportError(
+                    f"{report_db}: mart {table} lacks column(s) {', '.join(lacking)} (it has: "
+                    f"{', '.join(present[table])}); fix the dbt model or the columns bench_assets/augbench/"
+                    f"paper_report.py reads")
+            cols = ", ".join(f'"{c}"' for c in columns)
+            rows = con.execute(f'SELECT {cols} FROM main."{table}" ORDER BY {order_by}').fetchall()
+            out[table] = [dict(zip(columns, r, strict=True)) for r in rows]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the data, per config
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    v = float(x)
+    return None if math.isnan(v) else v
+
+
+@dataclass
+class _Config:
+    name: str
+    cells: list[Row]  # paper table rows
+    coverage: list[Row]
+    winners: list[Row]
+    not_measured: list[Row]
+
+    def __post_init__(self) -> None:
+        self._index = {(r["transform"], r["library"]): r for r in self.cells}
+
+    @property
+    def libraries(self) -> list[str]:
+        libs = {r["library"] for r in self.cells}
+        return sorted(libs, key=lambda lib: (lib != REFERENCE, lib))  # the reference first
+
+    @property
+    def transforms(self) -> list[str]:
+        return sorted({r["transform"] for r in self.cells})
+
+    def cell(self, transform: str, library: str) -> Row | None:
+        return self._index.get((transform, library))
+
+    def facts(self) -> dict[str, Any]:
+        first = next((r for r in self.cells if r["media"] is not None), {})
+        return {"media": first.get("media"), "mode": first.get("mode"), "device": first.get("device")}
+
+    @property
+    def has_results(self) -> bool:
+        return any(r["status"] != "missing" for r in self.cells)
+
+    @property
+    def speedups(self) -> list[Row]:
+        return [r for r in self.cells if _num(r["speedup_vs_albumentationsx"]) is not None
+                and r["library"] != REFERENCE]
+
+
+@dataclass
+class _Data:
+    marts: dict[str, list[Row]]
+    configs: list[_Config] = field(default_factory=list)
+    images: dict[str, bytes] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # plot key -> file name
+
+    def __post_init__(self) -> None:
+        names = sorted({r["config"] for t in MARTS for r in self.marts[t]})
+        by = {t: {n: [] for n in names} for t in MARTS}
+        for t in MARTS:
+            for r in self.marts[t]:
+                by[t][r["config"]].append(r)
+        self.configs = [_Config(n, by["augbench_paper_table"][n], by["augbench_coverage"][n],
+                                by["augbench_winners"][n], by["augbench_not_measured"][n]) for n in names]
+        taken: set[str] = set()
+        for c in self.configs:
+            stem = re.sub(r"[^A-Za-z0-9_.-]", "_", c.name) or "config"
+            while stem in taken:
+                stem += "_"
+            taken.add(stem)
+            self.files[f"bars:{c.name}"] = f"bars-{stem}.png"
+            self.files[f"speedup:{c.name}"] = f"speedup-{stem}.png"
+        self.files["coverage"] = COVERAGE_PLOT
+
+    @property
+    def cells(self) -> list[Row]:
+        return self.marts["augbench_paper_table"]
+
+    def count(self, status: str) -> int:
+        return sum(r["status"] == status for r in self.cells)
+
+    @property
+    def libraries(self) -> list[str]:
+        return sorted({r["library"] for r in self.cells}, key=lambda lib: (lib != REFERENCE, lib))
+
+
+# ---------------------------------------------------------------------------------------------- formatting
+
+
+def lib_name(library: str) -> str:
+    return DISPLAY.get(library, library)
+
+
+def fmt_rate(x: Any) -> str:
+    v = _num(x)
+    if v is None:
+        return "—"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def fmt_speedup(x: Any) -> str:
+    v = _num(x)
+    if v is None:
+        return "—"
+    if v >= 100:
+        return f"{v:.0f}×"
+    return f"{v:.2f}×" if v >= 0.01 else "<0.01×"
+
+
+def fmt_share(x: Any) -> str:
+    v = _num(x)
+    return "—" if v is None else f"{100 * v:.0f}%"
+
+
+def _count(x: Any) -> str:
+    return "—" if x is None else str(int(x))
+
+
+def _short(text: Any, limit: int = REASON_MAX_CHARS) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------- document model
+# Both pages render one list of blocks, so paper.md and index.html never disagree on content.
+
+
+@dataclass(frozen=True)
+class _Cell:
+    text: str
+    bold: bool = False
+    suffix: str = ""
+
+
+@dataclass(frozen=True)
+class _Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class _Para:
+    text: str
+    markup: bool = False  # our own prose using **bold** and `code`; data never goes into such a paragraph
+
+
+@dataclass(frozen=True)
+class _Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[_Cell, ...], ...]
+    numeric: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class _Image:
+    key: str
+    alt: str
+
+
+_Block = _Heading | _Para | _Table | _Image
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str | _Cell]], numeric: Sequence[int] = ()) -> _Table:
+    return _Table(tuple(headers), tuple(tuple(c if isinstance(c, _Cell) else _Cell(str(c)) for c in r) for r in rows),
+                  frozenset(numeric))
+
+
+def _paper_cell(r: Row | None) -> _Cell:
+    if r is None:
+        return _Cell("")  # the grid has no such cell (not planned, no result)
+    if r["status"] != "ok" or _num(r["items_per_s"]) is None:
+        return _Cell(TAGS.get(r["status"], str(r["status"])))
+    return _Cell(fmt_rate(r["items_per_s"]), bold=bool(r["is_fastest"]), suffix=UNSTABLE_MARK if r["unstable"] else "")
+
+
+def paper_table(cfg: _Config, transforms: Sequence[str] | None = None) -> _Table:
+    libs = cfg.libraries
+    rows = [[t, *(_paper_cell(cfg.cell(t, lib)) for lib in libs)] for t in (transforms or cfg.transforms)]
+    return _table(["Transform", *(lib_name(lib) for lib in libs)], rows, numeric=range(1, len(libs) + 1))
+
+
+def speedup_table(cfg: _Config) -> _Table | _Para:
+    others = [lib for lib in cfg.libraries if lib != REFERENCE]
+    if REFERENCE not in cfg.libraries or not others:
+        return _Para(f"No speedups: {lib_name(REFERENCE)} and another library are not both in this config.")
+    rows: list[list[str | _Cell]] = []
+    for t in cfg.transforms:
+        cells = [cfg.cell(t, lib) for lib in others]
+        rows.append([t, *(fmt_speedup(c["speedup_vs_albumentationsx"]) if c else "" for c in cells)])
+    wins = {r["library"]: r for r in cfg.winners}
+    rows.append([_Cell("geometric mean", bold=True),
+                 *(_Cell(fmt_speedup(wins[lib]["geomean_speedup_vs_albumentationsx"]) if lib in wins else "—",
+                         suffix=f" (n={_count(wins[lib]['transforms_vs_reference'])})" if lib in wins else "")
+                   for lib in others)])
+    return _table(["Transform", *(f"{lib_name(lib)} / {lib_name(REFERENCE)}" for lib in others)], rows,
+                  numeric=range(1, len(others) + 1))
+
+
+def coverage_table(rows: list[Row]) -> _Table:
+    return _table(["Library", "Planned", "ok", "early-stop", "unsupported", "error", "not run", "unplanned",
+                   "Measured", "Median items/s (ok cells)"],
+                  [[lib_name(r["library"]), _count(r["planned"]), _count(r["ok"]), _count(r["early_stopped"]),
+                    _count(r["unsupported"]), _count(r["error"]), _count(r["missing"]), _count(r["unplanned"]),
+                    fmt_share(r["measured_share"]), fmt_rate(r["median_items_per_s"])]
+                   for r in sorted(rows, key=lambda r: (r["library"] != REFERENCE, r["library"]))],
+                  numeric=range(1, 10))
+
+
+def winners_table(rows: list[Row]) -> _Table:
+    return _table(["Rank", "Library", "Wins", "of which uncontested", "Transforms measured",
+                   f"Geo-mean speedup vs {lib_name(REFERENCE)}"],
+                  [[_count(r["rank"]), lib_name(r["library"]), _count(r["wins"]), _count(r["uncontested_wins"]),
+                    _count(r["transforms_compared"]), fmt_speedup(r["geomean_speedup_vs_albumentationsx"])]
+                   for r in sorted(rows, key=lambda r: (r["rank"], r["library"]))],
+                  numeric=[0, 2, 3, 4, 5])
+
+
+def not_measured_table(rows: list[Row]) -> _Table:
+    return _table(["Library", "Transform", "Status", "Reason", "Preflight items/s"],
+                  [[lib_name(r["library"]), r["transform"], TAGS.get(r["status"], r["status"]),
+                    _short(r["reason"]) or "(no reason recorded)", fmt_rate(r["preflight_items_per_s"])]
+                   for r in sorted(rows, key=lambda r: (r["library"], r["transform"], r["status"]))],
+                  numeric=[4])
+
+
+def _config_intro(cfg: _Config) -> str:
+    f = cfg.facts()
+    parts = [f"media {f['media'] or '?'}, mode {f['mode'] or '?'}, device {f['device'] or '?'}",
+             f"{len(cfg.transforms)} transforms x {len(cfg.libraries)} libraries"]
+    hardware = sorted({r["hardware"] for r in cfg.cells if r["hardware"]})
+    if hardware:
+        parts.append("hardware: " + "; ".join(hardware))
+    versions = {}
+    for r in cfg.cells:
+        if r["library_version"]:
+            versions.setdefault(r["library"], set()).add(r["library_version"])
+    if versions:
+        parts.append("versions: " + ", ".join(f"{lib_name(lib)} {'/'.join(sorted(v))}"
+                                              for lib, v in sorted(versions.items())))
+    repeats = sorted({int(r["repeats"]) for r in cfg.cells if r["status"] == "ok" and r["repeats"]})
+    if repeats:
+        parts.append("repeats pooled: " + (str(repeats[0]) if len(repeats) == 1 else f"{repeats[0]}-{repeats[-1]}"))
+    return "; ".join(parts) + "."
+
+
+def _headline(data: _Data) -> str:
+    counts = ", ".join(f"{data.count(s)} {TAGS[s] if s != 'missing' else 'not run'}"
+                       for s in ("early_stopped", "unsupported", "error", "missing") if data.count(s))
+    return (f"{len(data.configs)} config(s), {len(data.cells)} cells: {data.count('ok')} measured"
+            + (f", {counts}" if counts else "") + ".")
+
+
+def _overview(data: _Data) -> _Table:
+    rows = []
+    for c in data.configs:
+        f = c.facts()
+        ok = sum(r["status"] == "ok" for r in c.cells)
+        top = [r for r in c.winners if r["rank"] == 1 and r["wins"]]
+        rows.append([c.name, f["media"] or "—", f["mode"] or "—", f["device"] or "—", str(len(c.transforms)),
+                     str(len(c.libraries)), f"{ok}/{len(c.cells)}",
+                     ", ".join(f"{lib_name(r['library'])} ({r['wins']})" for r in top) or "—"])
+    return _table(["Config", "Media", "Mode", "Device", "Transforms", "Libraries", "Measured cells",
+                   "Most wins"], rows, numeric=[4, 5, 6])
+
+
+def blocks(data: _Data) -> list[_Block]:
+    out: list[_Block] = [_Heading("Augmentation speed benchmark (augbench)", 1)]
+    if not data.cells or not any(c.has_results for c in data.configs):
+        planned = f" {len(data.cells)} cells are planned in {len(data.configs)} config(s), none run yet." \
+            if data.cells else ""
+        out += [_Heading("No augbench results yet"),
+                _Para(f"No augbench results yet: the marts hold no measured cell.{planned} Run a config with "
+                      f"`bench augbench run --config CONFIG.yaml`, then rebuild the report.", markup=True)]
+        for c in data.configs:
+            out += [_Heading(f"Coverage: {c.name}", 3), coverage_table(c.coverage)]
+        return out
+    out += [_Para(FORMAT_NOTE, markup=True), _Para(_headline(data)), _Heading("Configs"), _overview(data)]
+    if "coverage" in data.images:
+        out.append(_Image("coverage", "Coverage vs throughput: share of planned cells measured vs median items/s "
+                                      "of the measured cells, per library and config"))
+    for c in data.configs:
+        out += [_Heading(f"Config {c.name}"), _Para(_config_intro(c)),
+                _Heading("Throughput (items/s)", 3), paper_table(c)]
+        if f"bars:{c.name}" in data.images:
+            out.append(_Image(f"bars:{c.name}", f"{c.name}: items/s per transform and library (log scale)"))
+        out += [_Heading(f"Speedup vs {lib_name(REFERENCE)}", 3), speedup_table(c)]
+        if f"speedup:{c.name}" in data.images:
+            out.append(_Image(f"speedup:{c.name}", f"{c.name}: log2 speedup vs {lib_name(REFERENCE)} "
+                                                   f"(red: faster, blue: slower)"))
+        out += [_Heading("Coverage", 3),
+                coverage_table(c.coverage) if c.coverage else _Para("No coverage rows."),
+                _Heading("Winners", 3),
+                winners_table(c.winners) if c.winners else _Para("No winners."),
+                _Heading("Not measured", 3),
+                not_measured_table(c.not_measured) if c.not_measured
+                else _Para("Every cell with a result was measured.")]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- markdown and HTML
+
+
+def _md(text: Any) -> str:
+    s = str(text).replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "*_`[]|":
+        s = s.replace(ch, "\\" + ch)
+    return " ".join(s.split())
+
+
+def _md_cell(c: _Cell) -> str:
+    if not c.text and not c.suffix:
+        return ""
+    body = f"**{_md(c.text)}**" if c.bold else _md(c.text)
+    return body + (" " if c.suffix[:1].isspace() else "") + _md(c.suffix)
+
+
+def _md_table(t: _Table) -> list[str]:
+    lines = ["| " + " | ".join(_md(h) for h in t.headers) + " |",
+             "|" + "|".join("---:" if i in t.numeric else "---" for i in range(len(t.headers))) + "|"]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
+    return lines
+
+
+def to_markdown(bs: Sequence[_Block], files: dict[str, str]) -> str:
+    lines: list[str] = []
+    for b in bs:
+        if isinstance(b, _Heading):
+            lines += ["#" * b.level + " " + _md(b.text), ""]
+        elif isinstance(b, _Para):
+            lines += [_md_prose(b.text) if b.markup else _md(b.text), ""]
+        elif isinstance(b, _Table):
+            lines += _md_table(b) + [""]
+        else:
+            lines += [f"![{_md(b.alt)}]({files[b.key]})", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _md_prose(text: str) -> str:
+    """Our own prose, which may use **bold** and `code`: only HTML-special characters escaped."""
+    return " ".join(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").split())
+
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1300px;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.88em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.55em; text-align: left; }
+th { background: #f3f3f3; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tbody tr:nth-child(even) { background: #fafafa; }
+img { max-width: 100%; height: auto; }
+figure { margin: 0.5em 0 1.5em; }
+figcaption { color: #555; font-size: 0.9em; }
+"""
+
+
+def _html_prose(text: str) -> str:
+    """Escape, then turn our own **bold** and `code` markers into tags."""
+    s = html.escape(text)
+    s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", s)
+
+
+def to_html(bs: Sequence[_Block], images: dict[str, bytes]) -> str:
+    e = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             # Nothing but inline styles and embedded images may load: the page works offline and by mail.
+             '<meta http-equiv="Content-Security-Policy" '
+             "content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+             "<title>augbench: augmentation speed benchmark</title>", f"<style>{_CSS}</style>", "</head>", "<body>"]
+    for b in bs:
+        if isinstance(b, _Heading):
+            parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
+        elif isinstance(b, _Para):
+            parts.append(f"<p>{_html_prose(b.text) if b.markup else e(b.text)}</p>")
+        elif isinstance(b, _Table):
+            head = "".join(f"<th>{e(h)}</th>" for h in b.headers)
+            rows = []
+            for row in b.rows:
+                tds = []
+                for i, c in enumerate(row):
+                    body = f"<strong>{e(c.text)}</strong>" if c.bold else e(c.text)
+                    cls = ' class="num"' if i in b.numeric else ""
+                    tds.append(f"<td{cls}>{body}{e(c.suffix)}</td>")
+                rows.append("<tr>" + "".join(tds) + "</tr>\n")
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>\n{''.join(rows)}</tbody></table>")
+        else:
+            uri = "data:image/png;base64," + base64.b64encode(images[b.key]).decode("ascii")
+            parts.append(f'<figure><img alt="{e(b.alt)}" src="{uri}"><figcaption>{e(b.alt)}</figcaption></figure>')
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- plots
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _png(fig: Any, dpi: int) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})  # no version tag: same bytes every run
+    return buf.getvalue()
+
+
+def _plot_context() -> Any:
+    import matplotlib.style
+
+    # The built-in style whatever matplotlibrc says, and no mathtext: a "$" in a name is just a character.
+    return matplotlib.style.context(["default", {"text.parse_math": False, "font.size": 9}])
+
+
+def _tick(v: float) -> str:
+    if v >= 1e6:
+        return f"{v / 1e6:g}M"
+    return f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}"
+
+
+def _log_axis(axis: Any) -> None:
+    """Plain tick labels on a log axis (mathtext is off): decades always, 2 and 5 (or every minor tick) when the
+    axis spans few decades."""
+    from matplotlib.ticker import FuncFormatter
+
+    def minor(v: float, _: Any) -> str:
+        lo, hi = sorted(axis.get_view_interval())
+        decades = math.log10(hi / lo) if lo > 0 and v > 0 else 99.0
+        lead = round(v / 10 ** math.floor(math.log10(v) + 1e-9)) if v > 0 else 0
+        return _tick(v) if decades <= 1.2 or (decades <= 2.5 and lead in (2, 5)) else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v)))
+    axis.set_minor_formatter(FuncFormatter(minor))
+
+
+def _colours(libraries: Sequence[str]) -> dict[str, Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"] if len(libraries) <= 10 else colormaps["tab20"]
+    return {lib: cmap(i % cmap.N) for i, lib in enumerate(libraries)}
+
+
+def plot_bars(data: _Data, cfg: _Config, transforms: Sequence[str] | None = None, dpi: int = DPI) -> bytes:
+    """Horizontal grouped bars: one group per transform, one bar per library, log-scale items/s; a cell without
+    a figure gets no bar and its tag at the axis."""
+    transforms = list(transforms or cfg.transforms)
+    libs = cfg.libraries
+    colours = _colours(data.libraries)
+    band = 0.8 / max(len(libs), 1)
+    rates = [v for r in cfg.cells if r["transform"] in transforms
+             if r["status"] == "ok" and (v := _num(r["items_per_s"])) and v > 0]
+    low = 10 ** math.floor(math.log10(min(rates))) if rates else 1.0
+    with _plot_context():
+        fig = _figure(9, min(60.0, 1.6 + len(transforms) * (0.1 + 0.11 * len(libs))))
+        ax = fig.add_subplot()
+        for j, lib in enumerate(libs):
+            ys, xs, tags = [], [], []
+            for i, t in enumerate(transforms):
+                y = i + (j - (len(libs) - 1) / 2) * band
+                r = cfg.cell(t, lib)
+                v = _num(r["items_per_s"]) if r and r["status"] == "ok" else None
+                if v and v > 0:
+                    ys.append(y)
+                    xs.append(v)
+                elif r is not None:
+                    tags.append((y, TAGS.get(r["status"], r["status"])))
+            ax.barh(ys, xs, height=band * 0.9, left=0, color=colours[lib], label=lib_name(lib))
+            for y, tag in tags:
+                ax.text(low * 1.05, y, tag, va="center", fontsize=6, color="#777777")
+        ax.set_xscale("log")
+        ax.set_xlim(left=low)
+        _log_axis(ax.xaxis)
+        ax.set_yticks(range(len(transforms)), transforms)
+        ax.set_ylim(len(transforms) - 0.5, -0.5)
+        ax.set_xlabel("items/s (median, log scale)")
+        ax.set_title(f"{cfg.name}: throughput per transform")
+        ax.grid(axis="x", which="both", alpha=0.25)
+        fig.legend(loc="outside right upper", fontsize=7)
+        return _png(fig, dpi)
+
+
+def plot_speedup(data: _Data, cfg: _Config, dpi: int = DPI) -> bytes:
+    """Heatmap transform x library of log2(speedup vs the reference); cells without a speedup are grey."""
+    import numpy as np
+    from matplotlib import colormaps
+    from matplotlib.colors import TwoSlopeNorm
+
+    others = [lib for lib in cfg.libraries if lib != REFERENCE]
+    transforms = cfg.transforms
+    grid = np.full((len(transforms), len(others)), np.nan)
+    for i, t in enumerate(transforms):
+        for j, lib in enumerate(others):
+            r = cfg.cell(t, lib)
+            v = _num(r["speedup_vs_albumentationsx"]) if r else None
+            if v and v > 0:
+                grid[i, j] = math.log2(v)
+    span = max(1.0, float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0)
+    cmap = colormaps["RdBu_r"].with_extremes(bad="#e0e0e0")
+    with _plot_context():
+        fig = _figure(2.6 + 1.3 * len(others), min(60.0, 1.4 + 0.24 * len(transforms)))
+        ax = fig.add_subplot()
+        im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=TwoSlopeNorm(0.0, -span, span), aspect="auto",
+                       interpolation="nearest")
+        if grid.size <= 600:
+            for i, t in enumerate(transforms):
+                for j, lib in enumerate(others):
+                    r = cfg.cell(t, lib)
+                    text = (fmt_speedup(2 ** grid[i, j]) if np.isfinite(grid[i, j])
+                            else "" if r is None else TAGS.get(r["status"], r["status"]) if r["status"] != "ok"
+                            else "no ref.")
+                    dark = np.isfinite(grid[i, j]) and abs(grid[i, j]) > 0.6 * span
+                    ax.text(j, i, text, ha="center", va="center", fontsize=6, color="white" if dark else "#222222")
+        ax.set_xticks(range(len(others)), [lib_name(lib) for lib in others])
+        ax.set_yticks(range(len(transforms)), transforms)
+        ax.set_title(f"{cfg.name}: speedup vs {lib_name(REFERENCE)}")
+        fig.colorbar(im, ax=ax, label=f"log2(items/s / {lib_name(REFERENCE)} items/s)", shrink=0.8)
+        return _png(fig, dpi)
+
+
+def _point(r: Row) -> tuple[float, float] | None:
+    """(share measured, median items/s) of a coverage row, when both are defined."""
+    share, rate = _num(r["measured_share"]), _num(r["median_items_per_s"])
+    return (share, rate) if share is not None and rate and rate > 0 else None
+
+
+def plot_coverage(data: _Data, dpi: int = DPI) -> bytes:
+    """Per config, one point per library: share of planned cells measured vs median items/s of its ok cells."""
+    configs = [c for c in data.configs if any(_point(r) for r in c.coverage)]
+    colours = _colours(data.libraries)
+    ncols = min(3, len(configs))
+    nrows = math.ceil(len(configs) / ncols)
+    with _plot_context():
+        fig = _figure(3.6 * ncols + 1.6, 3.2 * nrows)
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        for k, ax in enumerate(axes.flat):
+            if k >= len(configs):
+                ax.set_axis_off()
+                continue
+            cfg = configs[k]
+            for r in sorted(cfg.coverage, key=lambda r: (r["library"] != REFERENCE, r["library"])):
+                if not (point := _point(r)):
+                    continue
+                share, rate = point
+                ax.scatter([100 * share], [rate], s=40, color=colours[r["library"]], label=lib_name(r["library"]),
+                           zorder=3)
+                ax.annotate(lib_name(r["library"]), (100 * share, rate), xytext=(4, 3), textcoords="offset points",
+                            fontsize=7)
+            ax.set_yscale("log")
+            ax.margins(y=0.15)
+            _log_axis(ax.yaxis)
+            ax.set_xlim(-5, 125)  # room for the labels of libraries at 100%
+            ax.set_xticks([0, 25, 50, 75, 100])
+            ax.set_title(cfg.name, fontsize=9)
+            ax.set_xlabel("planned cells measured (%)")
+            ax.set_ylabel("median items/s (ok cells)")
+            ax.grid(alpha=0.3, which="both")
+        fig.suptitle("Coverage vs throughput per library")
+        return _png(fig, dpi)
+
+
+def _render_plots(data: _Data) -> dict[str, bytes]:
+    images: dict[str, bytes] = {}
+    if not any(c.has_results for c in data.configs):
+        return images
+    if any(_point(r) for c in data.configs for r in c.coverage):
+        images["coverage"] = plot_coverage(data)
+    for c in data.configs:
+        if any(r["status"] == "ok" and _num(r["items_per_s"]) for r in c.cells):
+            images[f"bars:{c.name}"] = plot_bars(data, c)
+        if c.speedups:
+            images[f"speedup:{c.name}"] = plot_speedup(data, c)
+    return images
+
+
+# ---------------------------------------------------------------------------------------------- summary and entry
+
+
+def _summary(data: _Data, full: list[_Block]) -> str:
+    shown = next((c for c in data.configs if c.has_results), None)
+    if shown is None:
+        return to_markdown([b for b in full if not isinstance(b, _Image)], data.files)
+    head = shown.transforms[:SUMMARY_ROWS]
+    more = len(shown.transforms) - len(head)
+    text = to_markdown([_Para(_headline(data)), _Para(f"Config {shown.name} (items/s, fastest in bold, "
+                                                      f"{UNSTABLE_MARK} unstable):"),
+                        paper_table(shown, head)]
+                       + ([_Para(f"… {more} more transform(s) and {len(data.configs) - 1} more config(s) in "
+                                 f"paper.md / index.html.")] if more or len(data.configs) > 1 else []), data.files)
+    if not any(r["status"] == "ok" and r["transform"] in head for r in shown.cells):
+        return text
+    # Re-render smaller until the data URI fits; the full-size plots stay in the report itself.
+    for dpi in (72, 50, 36):
+        png = plot_bars(data, shown, head, dpi=dpi)
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        candidate = text + f"\n![{_md(shown.name)} throughput]({uri})\n"
+        if len(candidate.encode("utf-8")) <= SUMMARY_MAX_BYTES:
+            return candidate
+    return text + "\n(plot left out: too large for metadata; see index.html)\n"
+
+
+def render_paper_report(report_db: Path, out_dir: Path) -> PaperReport:
+    """Read the augbench marts from `report_db` and write paper.md, index.html and the plots into `out_dir`."""
+    report_db, out_dir = Path(report_db), Path(out_dir)
+    data = _Data(read_marts(report_db))
+    data.images = _render_plots(data)
+    bs = blocks(data)
+
+    written: dict[str, Path] = {}
+    for key, png in data.images.items():
+        path = out_dir / data.files[key]
+        atomic_write_bytes(path, png)
+        written[key] = path
+    keep = {p.name for p in written.values()}
+    for old in sorted(out_dir.glob("*.png")):  # plots of an earlier render would contradict this one
+        if _OUR_PNG.match(old.name) and old.name not in keep:
+            old.unlink(missing_ok=True)
+    # Pages last: once paper.md exists, every image it names does too.
+    atomic_write_text(out_dir / "paper.md", to_markdown(bs, data.files))
+    atomic_write_text(out_dir / "index.html", to_html(bs, data.images))
+    return PaperReport(out_dir=out_dir, markdown=out_dir / "paper.md", html=out_dir / "index.html", images=written,
+                       summary_md=_summary(data, bs), configs=len(data.configs), cells=len(data.cells),
+                       ok_cells=data.count("ok"), not_measured=len(data.marts["augbench_not_measured"]))
