@@ -36,6 +36,7 @@ from typing import Literal
 import numpy as np
 
 from bench_assets.fsutil import atomic_write_json, place_dir, staging_dir
+from bench_assets.rf100vl.lock import sha256_file
 from bench_assets.rf100vl.safe_tar import is_macos_junk, safe_extract
 
 MediaKind = Literal["rgb", "9ch", "video"]
@@ -332,14 +333,6 @@ class StagedMedia:
                 "files": len(self.files), "dropped_junk": len(self.dropped_junk)}
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _suffixes(kind: str) -> tuple[str, ...]:
     if kind == "imagenet":
         return IMAGE_SUFFIXES
@@ -377,7 +370,7 @@ def stage_tarball(tar_or_dir: Path, dest: Path, kind: StagedKind) -> StagedMedia
     if not src.is_file():
         raise FileNotFoundError(f"{src}: no such tarball or directory; point media_source.path at the "
                                 f"{kind} tarball or its extracted folder")
-    sha = _sha256_file(src)
+    sha = sha256_file(src)
     final = Path(dest) / f"{kind}-{sha[:12]}"
     if not (final / MANIFEST).is_file():
         with staging_dir(Path(dest), kind) as tmp:

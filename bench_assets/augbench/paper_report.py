@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import math
 import re
 from collections.abc import Sequence
@@ -25,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from bench_assets.fsutil import atomic_write_bytes, atomic_write_text
+from bench_assets.report.figures import figure as _figure
+from bench_assets.report.figures import plot_context as _plot_context
+from bench_assets.report.figures import png as _png
 
 REFERENCE = "albumentationsx"  # the dbt var augbench_reference_library's default: speedups are relative to it
 SUMMARY_MAX_BYTES = 300_000  # Dagster keeps the summary in its event log
@@ -512,23 +514,6 @@ def to_html(bs: Sequence[_Block], images: dict[str, bytes]) -> str:
 # ---------------------------------------------------------------------------------------------- plots
 
 
-def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout="constrained")
-
-
-def _png(fig: Any, dpi: int) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})  # no version tag: same bytes every run
-    return buf.getvalue()
-
-
-def _plot_context() -> Any:
-    import matplotlib.style
-
-    # The built-in style whatever matplotlibrc says, and no mathtext: a "$" in a name is just a character.
-    return matplotlib.style.context(["default", {"text.parse_math": False, "font.size": 9}])
 
 
 def _tick(v: float) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from bench_assets.fsutil import atomic_write_bytes, atomic_write_text
+from bench_assets.report.figures import figure as _figure
+from bench_assets.report.figures import plot_context as _plot_context
+from bench_assets.report.figures import png as _png
 
 FORMAT_NOTE = ("AP values are COCO AP x100 with one decimal (0.4853 is shown as 48.5); differences are in the same "
                "points; — marks an undefined value (no score).")
@@ -515,23 +517,6 @@ def to_html(blocks: Sequence[_Block], images: dict[str, bytes]) -> str:
 # ---------------------------------------------------------------------------------------------- plots
 
 
-def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout="constrained")
-
-
-def _png(fig: Any, dpi: int) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})  # no version tag: same bytes every run
-    return buf.getvalue()
-
-
-def _plot_context() -> Any:
-    import matplotlib.style
-
-    # The built-in style, whatever matplotlibrc says, and no mathtext: a "$" in a model name is just a character.
-    return matplotlib.style.context(["default", {"text.parse_math": False, "font.size": 9}])
 
 
 def _leaderboard_bars(data: _Data) -> list[tuple[str, str, float | None]]:
