@@ -1,6 +1,8 @@
 """augbench assets: `augbench/media` [config] -> `augbench/results` [config x library], with the partition's
 coverage check (every planned cell present with a terminal status, none `error`)."""
 
+import sys
+
 import dagster as dg
 
 from bench_assets.augbench.config import ConfigError
@@ -52,7 +54,9 @@ def results(context: dg.AssetExecutionContext, home: BenchHome) -> dg.Materializ
     config_name, library = split_key(context)
     try:
         cfg = registered_config(home.path, config_name)
-        repeat, cells = measure_library(home.path, cfg, library, log=context.log.info)
+        # Named tqdm bars (library, transform, run) when a person watches a terminal; the log always.
+        repeat, cells = measure_library(home.path, cfg, library, log=context.log.info,
+                                        progress=True if sys.stderr.isatty() else None)
     except ConfigError as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     counts = {s: sum(1 for c in cells if c["status"] == s) for s in ("ok", "early_stopped", "unsupported", "error")}
