@@ -196,6 +196,43 @@ def resolve_value(value: Any, symbols: dict[str, Any], where: str) -> Any:
     return value
 
 
+class TorchAdapter(BaseAdapter):
+    """What torchvision and Kornia share: torch tensors on CPU or CUDA, one seed per build, the one
+    materialization rule. Subclasses say how an item becomes a tensor and how a transform is made."""
+
+    devices = ("cpu", "cuda")
+    package = "torch"  # the import name whose presence makes the adapter usable
+
+    def _import_error(self) -> str | None:
+        import importlib.util
+
+        return None if importlib.util.find_spec(self.package) else f"{self.package} is not installed"
+
+    def versions(self) -> dict[str, str]:
+        return package_versions(self.package, "torch", "numpy")
+
+    def to_native(self, items: list[np.ndarray], media: str, device: str) -> list[Any]:
+        self._check_media(media)
+        self._check_usable(device)
+        check_items(items, media)
+        return [self._tensor(x, media == "video").to(device) for x in items]
+
+    def materialize(self, out: Any) -> Any:
+        return materialize_output(out)
+
+    def _build(self, transform: str, call: ts.Call, media: str, device: str) -> Any:
+        import torch
+
+        torch.manual_seed(ts.SEED)
+        return self._make(transform, call, device)
+
+    def _tensor(self, item: np.ndarray, video: bool) -> Any:
+        raise NotImplementedError
+
+    def _make(self, transform: str, call: ts.Call, device: str) -> Any:
+        raise NotImplementedError
+
+
 class TorchRgbChunks:
     """[rgb_chunks]: the RGB transform on each triple of a 9-channel (.., C, H, W) tensor, concatenated on C."""
 

@@ -8,21 +8,17 @@ share one parameter draw.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
 
 from bench_assets.augbench import transform_specs as ts
 from bench_assets.augbench.adapters.base import (
-    BaseAdapter,
+    TorchAdapter,
     TorchRgbChunks,
     Unsupported,
-    check_items,
     construct,
-    materialize_output,
     normalize_stats,
-    package_versions,
     resolve_value,
     with_default_p,
 )
@@ -115,29 +111,14 @@ class KorniaRecipe:
         return (t if self.video else t[0]).contiguous()
 
 
-class KorniaAdapter(BaseAdapter):
+class KorniaAdapter(TorchAdapter):
     name = "kornia"
-    devices = ("cpu", "cuda")
+    package = "kornia"
 
-    def _import_error(self) -> str | None:
-        return None if importlib.util.find_spec("kornia") else "kornia is not installed"
+    def _tensor(self, item: np.ndarray, video: bool) -> Any:
+        return to_float(item, video)
 
-    def versions(self) -> dict[str, str]:
-        return package_versions("kornia", "torch", "numpy")
-
-    def to_native(self, items: list[np.ndarray], media: str, device: str) -> list[Any]:
-        self._check_media(media)
-        self._check_usable(device)
-        check_items(items, media)
-        return [to_float(x, media == "video").to(device) for x in items]
-
-    def materialize(self, out: Any) -> Any:
-        return materialize_output(out)
-
-    def _build(self, transform: str, call: ts.Call, media: str, device: str) -> Any:
-        import torch
-
-        torch.manual_seed(ts.SEED)
+    def _make(self, transform: str, call: ts.Call, device: str) -> Any:
         return make_transform(transform, call, device)
 
     def _recipe(self, transform: str, call: ts.Call, media: str) -> Any:

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
 
 from bench_assets.augbench import transform_specs as ts
 from bench_assets.augbench.adapters.base import (
-    BaseAdapter,
+    TorchAdapter,
     TorchRgbChunks,
     Unsupported,
-    check_items,
     construct,
-    materialize_output,
     normalize_stats,
-    package_versions,
     resolve_value,
     with_default_p,
 )
@@ -92,29 +88,14 @@ class TorchvisionRecipe:
         return out.as_subclass(torch.Tensor).contiguous()
 
 
-class TorchvisionAdapter(BaseAdapter):
+class TorchvisionAdapter(TorchAdapter):
     name = "torchvision"
-    devices = ("cpu", "cuda")
+    package = "torchvision"
 
-    def _import_error(self) -> str | None:
-        return None if importlib.util.find_spec("torchvision") else "torchvision is not installed"
+    def _tensor(self, item: np.ndarray, video: bool) -> Any:
+        return to_chw(item, video)
 
-    def versions(self) -> dict[str, str]:
-        return package_versions("torchvision", "torch", "numpy")
-
-    def to_native(self, items: list[np.ndarray], media: str, device: str) -> list[Any]:
-        self._check_media(media)
-        self._check_usable(device)
-        check_items(items, media)
-        return [to_chw(x, media == "video").to(device) for x in items]
-
-    def materialize(self, out: Any) -> Any:
-        return materialize_output(out)
-
-    def _build(self, transform: str, call: ts.Call, media: str, device: str) -> Any:
-        import torch
-
-        torch.manual_seed(ts.SEED)
+    def _make(self, transform: str, call: ts.Call, device: str) -> Any:
         return make_transform(transform, call)
 
     def _recipe(self, transform: str, call: ts.Call, media: str) -> Any:
