@@ -27,6 +27,8 @@ from bench_assets.fsutil import atomic_write_bytes, atomic_write_text
 from bench_assets.report.figures import figure as _figure
 from bench_assets.report.figures import plot_context as _plot_context
 from bench_assets.report.figures import png as _png
+from bench_assets.report.pages import PAGE_END, page_start
+from bench_assets.report.pages import figure as figure_html
 
 REFERENCE = "albumentationsx"  # the dbt var augbench_reference_library's default: speedups are relative to it
 SUMMARY_MAX_BYTES = 300_000  # Dagster keeps the summary in its event log
@@ -460,20 +462,6 @@ def _md_prose(text: str) -> str:
     return " ".join(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").split())
 
 
-_CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1300px;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.88em; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.55em; text-align: left; }
-th { background: #f3f3f3; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tbody tr:nth-child(even) { background: #fafafa; }
-img { max-width: 100%; height: auto; }
-figure { margin: 0.5em 0 1.5em; }
-figcaption { color: #555; font-size: 0.9em; }
-"""
-
-
 def _html_prose(text: str) -> str:
     """Escape, then turn our own **bold** and `code` markers into tags."""
     s = html.escape(text)
@@ -483,11 +471,7 @@ def _html_prose(text: str) -> str:
 
 def to_html(bs: Sequence[_Block], images: dict[str, bytes]) -> str:
     e = html.escape
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             # Nothing but inline styles and embedded images may load: the page works offline and by mail.
-             '<meta http-equiv="Content-Security-Policy" '
-             "content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
-             "<title>augbench: augmentation speed benchmark</title>", f"<style>{_CSS}</style>", "</head>", "<body>"]
+    parts = page_start("augbench: augmentation speed benchmark")
     for b in bs:
         if isinstance(b, _Heading):
             parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
@@ -505,9 +489,8 @@ def to_html(bs: Sequence[_Block], images: dict[str, bytes]) -> str:
                 rows.append("<tr>" + "".join(tds) + "</tr>\n")
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>\n{''.join(rows)}</tbody></table>")
         else:
-            uri = "data:image/png;base64," + base64.b64encode(images[b.key]).decode("ascii")
-            parts.append(f'<figure><img alt="{e(b.alt)}" src="{uri}"><figcaption>{e(b.alt)}</figcaption></figure>')
-    parts += ["</body>", "</html>"]
+            parts.append(figure_html(b.alt, images[b.key]))
+    parts += PAGE_END
     return "\n".join(parts) + "\n"
 
 

@@ -20,6 +20,8 @@ from bench_assets.fsutil import atomic_write_bytes, atomic_write_text
 from bench_assets.report.figures import figure as _figure
 from bench_assets.report.figures import plot_context as _plot_context
 from bench_assets.report.figures import png as _png
+from bench_assets.report.pages import PAGE_END, page_start
+from bench_assets.report.pages import figure as figure_html
 
 FORMAT_NOTE = ("AP values are COCO AP x100 with one decimal (0.4853 is shown as 48.5); differences are in the same "
                "points; — marks an undefined value (no score).")
@@ -468,27 +470,9 @@ def to_markdown(blocks: Sequence[_Block]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-_CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
-th { background: #f3f3f3; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tbody tr:nth-child(even) { background: #fafafa; }
-img { max-width: 100%; height: auto; }
-figure { margin: 0.5em 0 1.5em; }
-figcaption { color: #555; font-size: 0.9em; }
-"""
-
-
 def to_html(blocks: Sequence[_Block], images: dict[str, bytes]) -> str:
     e = html.escape
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             # Nothing but inline styles and embedded images may load: the page works offline and by mail.
-             '<meta http-equiv="Content-Security-Policy" '
-             "content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
-             "<title>RF100-VL benchmark report</title>", f"<style>{_CSS}</style>", "</head>", "<body>"]
+    parts = page_start("RF100-VL benchmark report")
     for b in blocks:
         if isinstance(b, _Heading):
             parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
@@ -507,10 +491,8 @@ def to_html(blocks: Sequence[_Block], images: dict[str, bytes]) -> str:
                                             for i, c in enumerate(row)) + "</tr>\n" for row in b.rows)
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>\n{rows}</tbody></table>")
         else:
-            alt = PLOTS[b.key][1]
-            uri = "data:image/png;base64," + base64.b64encode(images[b.key]).decode("ascii")
-            parts.append(f'<figure><img alt="{e(alt)}" src="{uri}"><figcaption>{e(alt)}</figcaption></figure>')
-    parts += ["</body>", "</html>"]
+            parts.append(figure_html(PLOTS[b.key][1], images[b.key]))
+    parts += PAGE_END
     return "\n".join(parts) + "\n"
 
 
