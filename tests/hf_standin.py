@@ -713,6 +713,7 @@ def isolate_hub_env(monkeypatch: Any, hf_home: Path) -> None:
     # The stand-in speaks the legacy LFS upload protocol only; with hf_xet installed the client
     # would otherwise chunk uploads to a Xet CAS server.
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")  # and for `bench` subprocesses the test starts
     close_session()  # a client made earlier may carry proxy settings from the old environment
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench_assets.rf100vl.hf_source import LOCK_FORMAT, HFSourceError, fetch_hf_dataset
-from tests.hf_standin import DEFAULT_REPO_ID, hf_standin
+from tests.hf_standin import DEFAULT_REPO_ID, hf_standin, isolate_hub_env
 
 FAKE_TOKEN = "hf_FAKE-token-do-not-leak-0123456789abcdef"
 DATASET = "aerial-cows"
@@ -56,24 +56,9 @@ def _repo(
 
 @pytest.fixture(autouse=True)
 def _isolated_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Keep huggingface_hub off ~/.cache and the internet whatever the developer's environment holds."""
-    from huggingface_hub import close_session, constants
+    from huggingface_hub import close_session
 
-    home = tmp_path / "hf_home"
-    monkeypatch.setenv("HF_HOME", str(home))
-    for var in ("HF_TOKEN", "HF_ENDPOINT", "HF_HUB_OFFLINE", "HF_HUB_ETAG_TIMEOUT"):
-        monkeypatch.delenv(var, raising=False)
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    # Paths below were computed when huggingface_hub was imported, before HF_HOME pointed here.
-    monkeypatch.setattr(constants, "HF_HOME", str(home))
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
-    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(home / "token"))
-    monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(home / "stored_tokens"))
-    monkeypatch.setattr(constants, "AGENT_HARNESSES_PATH", str(home / ".agent_harnesses.json"))
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    close_session()  # a client made earlier may carry proxy settings from the old environment
+    isolate_hub_env(monkeypatch, tmp_path / "hf_home")
     yield
     close_session()
 

@@ -34,7 +34,7 @@ def test_publish_a_campaign_through_the_cli(tmp_path: Path) -> None:
     assert "best.pt" in dry.stdout and "submission.json" in dry.stdout
 
     with hf_standin({}, repo_id="lab/rf100vl-results", required_token=TOKEN, page_size=4) as hub:
-        env = {"HF_ENDPOINT": hub.endpoint, "HF_TOKEN": TOKEN, "HF_HUB_DISABLE_XET": "1"}  # the stand-in speaks LFS
+        env = {"HF_ENDPOINT": hub.endpoint, "HF_TOKEN": TOKEN}
         res = run_bench("publish", "--model", "syna-t", "--repo", "lab/rf100vl-results", "--tier", "all",
                         home=home, env=env)
         assert res.returncode == 0, res.stdout + res.stderr
