@@ -82,6 +82,18 @@ def error_text(exc: BaseException) -> str:
     return text if len(text) <= 2000 else text[:2000] + " ..."
 
 
+def refusal(adapter: Any, device: str, n_items: int) -> str | None:
+    """Why no cell of this runner call can be measured (empty media, library or device unavailable); the
+    runners record it as `error` on every cell, never as a silent drop."""
+    if not n_items:
+        return "the media set is empty"
+    try:
+        why = adapter.availability(device)
+    except Exception as exc:  # noqa: BLE001 - a broken availability probe is itself the reason
+        why = f"availability check failed: {error_text(exc)}"
+    return f"{library_name(adapter)} unavailable on {device}: {why}" if why else None
+
+
 class _NoBar:
     def update(self, n: int = 1) -> None: ...
     def set_description(self, desc: str, refresh: bool = True) -> None: ...

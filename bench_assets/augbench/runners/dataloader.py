@@ -36,6 +36,7 @@ from bench_assets.augbench.runners import (
     is_unsupported,
     library_name,
     progress_bar,
+    refusal,
 )
 from bench_assets.augbench.runners.micro import cuda_peaks, cuda_peaks_reset, cuda_sync, preflight_defaults
 from bench_assets.augbench.stats import summarize
@@ -186,14 +187,9 @@ def run_dataloader(adapter: Any, media_set: MediaSet, transforms: Sequence[str],
         return res.model_dump()
 
     t_start = time.perf_counter()
-    if not items:
-        return [cell(t, "error", t_start, reason="the media set is empty") for t in transforms]
-    try:
-        why = adapter.availability(device)
-    except Exception as exc:
-        why = f"availability check failed: {error_text(exc)}"
-    if why:
-        return [cell(t, "error", t_start, reason=f"{library} unavailable on {device}: {why}") for t in transforms]
+    refused = refusal(adapter, device, len(items))
+    if refused:
+        return [cell(t, "error", t_start, reason=refused) for t in transforms]
     sync = cuda_sync(device)
     on_cuda = device.startswith("cuda")
 

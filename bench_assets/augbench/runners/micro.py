@@ -29,6 +29,7 @@ from bench_assets.augbench.runners import (
     is_unsupported,
     library_name,
     progress_bar,
+    refusal,
 )
 from bench_assets.augbench.stats import summarize
 
@@ -98,14 +99,9 @@ def run_micro(adapter: Any, media_set: MediaSet, transforms: Sequence[str], *, d
         return res.model_dump()
 
     t_start = time.perf_counter()
-    if not len(media_set):
-        return [cell(t, "error", t_start, reason="the media set is empty") for t in transforms]
-    try:
-        why = adapter.availability(device)
-    except Exception as exc:
-        why = f"availability check failed: {error_text(exc)}"
-    if why:
-        return [cell(t, "error", t_start, reason=f"{library} unavailable on {device}: {why}") for t in transforms]
+    refused = refusal(adapter, device, len(media_set))
+    if refused:
+        return [cell(t, "error", t_start, reason=refused) for t in transforms]
     try:
         native = list(adapter.to_native(media_set.items, media, device))
         sync = cuda_sync(device)
