@@ -255,7 +255,7 @@ def _read_submission(origin: str, path: Path) -> tuple[dict[str, Any], list[str]
 def _submission_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
-    from bench_assets.rf100vl.submission import file_sha256
+    from bench_assets.rf100vl.lock import sha256_file
 
     rows = []
     for origin, path in _submission_files(home):
@@ -274,7 +274,7 @@ def _submission_rows(home: Path) -> pd.DataFrame:
             "recipe_sha256": ",".join(recipe) if isinstance(recipe, list) else recipe,
             "dataset_versions_sha256": rf.get("dataset_versions_sha256"),
             "valid_submission": not reasons, "invalid_reasons": reasons, "path": str(path),
-            "file_sha256": file_sha256(path),
+            "file_sha256": sha256_file(path),
         })
     return pd.DataFrame(rows)
 

@@ -22,9 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT, current_score
-from bench_assets.rf100vl.lock import sha256_file
 from bench_assets.rf100vl.models import read_entry
-from bench_assets.rf100vl.recipes import PROTOCOL_VERSION, load_recipe
+from bench_assets.rf100vl.recipes import PROTOCOL_VERSION, recipe_path
 from bench_assets.rf100vl.runplan import parse_model
 from bench_assets.rf100vl.store import current_version, load_record
 from resources.paths import REPO_ROOT
@@ -237,14 +236,7 @@ def build_submission(home: Path, model: str, *, now: str | None = None,
     for r in rows:
         del r["_metrics"]
     recipe_sha = sorted(recipe_shas)[0] if len(recipe_shas) == 1 else sorted(recipe_shas)
-    recipe_file = None
-    try:
-        from bench_assets.rf100vl.recipes import recipe_path
-
-        recipe_file = str(recipe_path(key.family, entry.recipe))
-        load_recipe(Path(recipe_file))
-    except Exception:  # noqa: BLE001 - the recipe file is provenance only here; its hash is what counts
-        pass
+    recipe_file = str(recipe_path(key.family, entry.recipe))  # provenance; the hash above is what counts
     walls = [r["wall_seconds"] for r in rows if r["wall_seconds"] is not None]
     return {
         "schema": SCHEMA,
@@ -374,7 +366,3 @@ def imported_dir(home: Path) -> Path:
 
 def submission_path(home: Path, model: str) -> Path:
     return submissions_dir(home) / f"{model}.json"
-
-
-def file_sha256(path: Path) -> str:
-    return sha256_file(path)
