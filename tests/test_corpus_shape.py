@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +16,7 @@ from PIL import Image
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 BROKEN = CORPUS / "broken"
+LINKS = CORPUS / "links"
 TARS = CORPUS / "tars"
 ANN = "_annotations.coco.json"
 SPLITS = ("train", "valid", "test")
@@ -63,8 +65,22 @@ def _only_json_changed(case: str, split: str) -> None:
     assert _diff(case) == ({f"{split}/{ANN}"}, set(), set())
 
 
+def _links(root: Path) -> dict[str, bytes]:
+    """Files and links (as their targets) of a tree, without following links."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            p = Path(dirpath) / n
+            if p.is_symlink():
+                out[p.relative_to(root).as_posix()] = b"link -> " + os.readlink(p).encode()
+            elif p.is_file():
+                out[p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
+
+
 def _generated_tree(root: Path) -> dict[str, bytes]:
     tree = {f"{sub}/{k}": v for sub in ("broken", "tars") for k, v in _files(root / sub).items()}
+    tree |= {f"links/{k}": v for k, v in _links(root / "links").items()}
     return tree | {"README.md": (root / "README.md").read_bytes()}
 
 
@@ -79,14 +95,15 @@ def test_committed_corpus_matches_the_generator(tmp_path: Path) -> None:
 def test_every_case_is_present_and_documented() -> None:
     assert sorted(p.name for p in BROKEN.iterdir()) == sorted(make_corpus.CASES)
     assert sorted(p.name for p in TARS.iterdir()) == sorted(make_corpus.TAR_CASES)
+    assert sorted(p.name for p in LINKS.iterdir()) == sorted(make_corpus.LINK_CASES)
     readme = (CORPUS / "README.md").read_text(encoding="utf-8")
-    for name in [*make_corpus.CASES, *make_corpus.TAR_CASES]:
+    for name in [*make_corpus.CASES, *make_corpus.LINK_CASES, *make_corpus.TAR_CASES]:
         assert f"`{name}`" in readme
 
 
 def test_corpus_is_tiny() -> None:
     total = sum(p.stat().st_size for p in CORPUS.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    assert total < 300 * 1024
+    assert total < 400 * 1024
 
 
 @pytest.mark.parametrize("case", ["valid_base", "bbox_slightly_outside"])

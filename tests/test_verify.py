@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.verify import BBOX_TOLERANCE_PX, DatasetInvalid, verify_dataset
+from bench_assets.rf100vl.verify import BBOX_TOLERANCE_PX, DatasetInvalid, file_name_problem, verify_dataset
 from tests.conftest import CORPUS, broken
 
 # case -> (split, field named in the error, a phrase of the message)
@@ -24,19 +24,34 @@ EXPECTED = {
     "empty_split": ("test", "images", "no images"),
     "area_mismatch": ("train", "annotations[].area", "inconsistent with bbox"),
     "unknown_image_ref": ("train", "annotations[].image_id", "unknown image ids"),
+    "file_name_traversal": ("train", "images[].file_name", "'../../../../victim.png' climbs out of its split"),
+    "file_name_absolute": ("train", "images[].file_name", "'/etc/passwd' is an absolute path"),
+    "file_name_other_split": ("train", "images[].file_name", "climbs out of its split folder with '..'"),
+    "file_name_subdir": ("train", "images[].file_name", "is in a subdirectory"),
+    "deep_json": ("train", "json", "nested too deeply"),
+    "bbox_string": ("train", "annotations[].bbox", "['4', '4', '16', '16']"),
+    "image_id_string": ("train", "images[].id", "not JSON integers (str), first: ['1']"),
+    "image_id_float": ("train", "annotations[].image_id", "not JSON integers (float), first: [1.0]"),
+}
+LINK_EXPECTED = {
+    "dir_symlink": ("train", "images[].file_name", "is in a subdirectory"),
+    "image_symlink": ("train", "images[].file_name", "symbolic links"),
+    "split_symlink": ("test", "split", "is a symbolic link"),
 }
 
 
 def test_every_corpus_case_is_covered() -> None:
     cases = {p.name for p in (CORPUS / "broken").iterdir() if p.is_dir()}
     assert set(EXPECTED) == cases - {"valid_base", "bbox_slightly_outside"}
+    assert set(LINK_EXPECTED) == {p.name for p in (CORPUS / "links").iterdir()}
 
 
-@pytest.mark.parametrize("case", sorted(EXPECTED))
+@pytest.mark.parametrize("case", sorted(EXPECTED) + [f"links/{c}" for c in sorted(LINK_EXPECTED)])
 def test_broken_case_names_split_field_and_fix(case: str) -> None:
-    split, field, phrase = EXPECTED[case]
+    folder, name = case.split("/") if "/" in case else ("broken", case)
+    split, field, phrase = {**EXPECTED, **LINK_EXPECTED}[name]
     with pytest.raises(DatasetInvalid) as err:
-        verify_dataset(CORPUS / "broken" / case)
+        verify_dataset(CORPUS / folder / name)
     problems = err.value.problems
     assert len(problems) == 1, [str(p) for p in problems]  # one defect, one error: no cascades
     p = problems[0]
@@ -116,3 +131,26 @@ def test_mini_datasets_verify_cleanly(mini_raw: Path) -> None:
         v = verify_dataset(ds)
         assert v.normalisations.dropped_placeholder_categories == [ds.name]
         assert all(st.images > 0 and st.annotations > 0 for st in v.stats.values())
+
+
+@pytest.mark.parametrize("name", ["../x.png", "/abs.png", "C:\\x.png", "a/b.png", "a\\b.png", "", "..", ".",
+                                  "_annotations.coco.json", "x\x00.png", 3, None])
+def test_file_name_rules_refuse_everything_but_a_bare_name(name: object) -> None:
+    assert file_name_problem(name) is not None
+
+
+@pytest.mark.parametrize("name", ["img.png", "img_0001_png.rf.abc.jpg", "..hidden.png", "a b (1).JPG", "x..y.png"])
+def test_file_name_rules_accept_bare_names(name: str) -> None:
+    assert file_name_problem(name) is None
+
+
+def test_absolute_file_name_never_reads_the_outside_file(tmp_path: Path) -> None:
+    """The refusal comes before the filesystem: an outside image that exists and is valid is still refused."""
+    ds = broken("valid_base", tmp_path)
+    outside = tmp_path / "outside.png"
+    img = json.loads((ds / "train" / "_annotations.coco.json").read_text())["images"][0]
+    (ds / "train" / img["file_name"]).rename(outside)
+    ann = ds / "train" / "_annotations.coco.json"
+    ann.write_text(ann.read_text().replace(img["file_name"], str(outside)))
+    with pytest.raises(DatasetInvalid, match="is an absolute path"):
+        verify_dataset(ds)

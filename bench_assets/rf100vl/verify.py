@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -105,6 +106,46 @@ class VerifiedDataset:
 
 
 # ---------------------------------------------------------------------------------------------
+# Strict types: where COCO says integer or number, a string that looks like one is refused
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def file_name_problem(name: Any) -> str | None:
+    """Why `name` is not a plain file name inside its split folder, or None when it is.
+
+    Images must lie directly in their split folder: a relative, single-component name. This refuses
+    absolute paths, `..`, subdirectories and either separator, so joining it to a folder can never
+    leave that folder (the store copies `<split>/<file_name>` to the same name in the new version).
+    """
+    if not isinstance(name, str) or not name:
+        return f"{name!r} is not a non-empty string"
+    if "\x00" in name:
+        return f"{name!r} contains a NUL byte"
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", name):
+        return f"{name!r} is an absolute path (it would read a file outside the dataset)"
+    parts = re.split(r"[/\\]", name)
+    if ".." in parts:
+        return f"{name!r} climbs out of its split folder with '..'"
+    if len(parts) > 1:
+        return f"{name!r} is in a subdirectory; images must lie directly in the split folder"
+    if name in (".", ANNOTATIONS_FILE):
+        return f"{name!r} is not an image file name"
+    return None
+
+
+FILE_NAME_FIX = ("set file_name to the bare name of an image that lies directly in the split folder "
+                 "(e.g. 'img_0001.jpg'); move images out of subfolders and drop '..' and absolute paths")
+INT_FIX = "write ids as JSON integers (e.g. 12, not \"12\" or 12.0) and re-export"
+
+
+# ---------------------------------------------------------------------------------------------
 # Reading
 
 
@@ -118,11 +159,21 @@ def _load_json(root: Path, split: str, problems: list[Problem]) -> dict[str, Any
         problems.append(Problem(split, ANNOTATIONS_FILE, "file", "annotation file is missing",
                                 "export the dataset in COCO format (Roboflow layout)"))
         return None
+    if (root / split).is_symlink() or path.is_symlink():
+        link = root / split if (root / split).is_symlink() else path
+        problems.append(Problem(split, ANNOTATIONS_FILE, "split", f"{link} is a symbolic link; links are not "
+                                "followed in dataset folders", "copy the real folder/file into the dataset"))
+        return None
     try:
         doc = json.loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         problems.append(Problem(split, ANNOTATIONS_FILE, "json", f"unreadable or truncated JSON ({exc})",
                                 "re-download or re-export the annotation file"))
+        return None
+    except RecursionError:
+        problems.append(Problem(split, ANNOTATIONS_FILE, "json", "JSON nested too deeply to parse (a COCO file "
+                                "is a few levels deep; this one is not an annotation export)",
+                                "re-export the annotation file in COCO format"))
         return None
     if not isinstance(doc, dict):
         problems.append(Problem(split, ANNOTATIONS_FILE, "json", "top level is not a JSON object",
@@ -131,6 +182,12 @@ def _load_json(root: Path, split: str, problems: list[Problem]) -> dict[str, Any
     for key in ("images", "annotations", "categories"):
         if not isinstance(doc.get(key), list):
             problems.append(Problem(split, ANNOTATIONS_FILE, key, f"missing or not a list: {key!r}",
+                                    "re-export in COCO format"))
+            return None
+        bad = [i for i, v in enumerate(doc[key]) if not isinstance(v, dict)]
+        if bad:
+            problems.append(Problem(split, ANNOTATIONS_FILE, f"{key}[{bad[0]}]",
+                                    f"{len(bad)} entr(y/ies) are not JSON objects, first: {doc[key][bad[0]]!r}",
                                     "re-export in COCO format"))
             return None
     return doc
@@ -174,10 +231,20 @@ def _verify_images(root: Path, split: str, images: list[dict[str, Any]], deep: b
                    problems: list[Problem]) -> int:
     total_bytes = 0
     missing: list[str] = []
+    unsafe: list[str] = []
+    links: list[str] = []
+    split_dir = root / split
     for img in images:
         name = img.get("file_name")
-        path = root / split / str(name)
-        if not isinstance(name, str) or not path.is_file():
+        why = file_name_problem(name)
+        if why is not None:  # checked before the name touches the filesystem
+            unsafe.append(f"image id {img.get('id')}: {why}")
+            continue
+        path = split_dir / name
+        if path.is_symlink():
+            links.append(f"{name!r} -> {str(path.readlink())!r}")
+            continue
+        if not path.is_file():
             missing.append(str(name))
             continue
         total_bytes += path.stat().st_size
@@ -190,6 +257,15 @@ def _verify_images(root: Path, split: str, images: list[dict[str, Any]], deep: b
                 split, ANNOTATIONS_FILE, f"images[id={img.get('id')}].width/height",
                 f"JSON says {img.get('width')}x{img.get('height')} but {name} is {checked[0]}x{checked[1]}",
                 "re-export so the JSON matches the image files (boxes are in the file's pixel grid)"))
+    if unsafe:
+        problems.append(Problem(split, ANNOTATIONS_FILE, "images[].file_name",
+                                f"{len(unsafe)} unsafe file name(s), first: {'; '.join(unsafe[:_EXAMPLES])}",
+                                FILE_NAME_FIX))
+    if links:
+        problems.append(Problem(split, ANNOTATIONS_FILE, "images[].file_name",
+                                f"{len(links)} listed image(s) are symbolic links (not followed in dataset folders), "
+                                f"first: {'; '.join(links[:_EXAMPLES])}", "copy the real image files into the split "
+                                "folder in place of the links"))
     if missing:
         problems.append(Problem(
             split, ANNOTATIONS_FILE, "images[].file_name",
@@ -204,6 +280,23 @@ def _verify_images(root: Path, split: str, images: list[dict[str, Any]], deep: b
 
 def _duplicates(values: list[Any]) -> list[Any]:
     return sorted((v for v, n in Counter(values).items() if n > 1), key=str)
+
+
+def _ids_are_integers(split: str, images: list[dict[str, Any]], annotations: list[dict[str, Any]],
+                      problems: list[Problem]) -> bool:
+    """COCO ids are integers; "12" and 12.0 are refused rather than kept (they would never match 12)."""
+    ok = True
+    for what, rows, key in (("images[].id", images, "id"), ("annotations[].id", annotations, "id"),
+                            ("annotations[].image_id", annotations, "image_id"),
+                            ("annotations[].category_id", annotations, "category_id")):
+        bad = [r.get(key) for r in rows if not is_int(r.get(key))]
+        if bad:
+            kinds = sorted({type(v).__name__ if v is not None else "missing" for v in bad})
+            problems.append(Problem(split, ANNOTATIONS_FILE, what,
+                                    f"{len(bad)} value(s) are not JSON integers ({', '.join(kinds)}), first: "
+                                    f"{bad[:_EXAMPLES]!r}", INT_FIX))
+            ok = False
+    return ok
 
 
 def _find_placeholders(categories: list[dict[str, Any]], boxes_per_category: Counter) -> set[int]:
@@ -223,9 +316,16 @@ def _check_categories(docs: dict[str, dict[str, Any]], problems: list[Problem]) 
     for split, doc in docs.items():
         cats = doc["categories"]
         ids = [c.get("id") for c in cats]
-        if any(not isinstance(i, int) for i in ids):
-            problems.append(Problem(split, ANNOTATIONS_FILE, "categories[].id", "non-integer category id",
-                                    "re-export in COCO format"))
+        not_int = [i for i in ids if not is_int(i)]
+        if not_int:
+            problems.append(Problem(split, ANNOTATIONS_FILE, "categories[].id",
+                                    f"{len(not_int)} non-integer category id(s), first: {not_int[:_EXAMPLES]!r}",
+                                    INT_FIX))
+        bad_names = [c.get("name") for c in cats if not isinstance(c.get("name"), str) or not c.get("name")]
+        if bad_names:
+            problems.append(Problem(split, ANNOTATIONS_FILE, "categories[].name",
+                                    f"{len(bad_names)} category name(s) are not non-empty strings, first: "
+                                    f"{bad_names[:_EXAMPLES]!r}", "give every class a name and re-export"))
         dup = _duplicates(ids)
         if dup:
             problems.append(Problem(split, ANNOTATIONS_FILE, "categories[].id",
@@ -242,19 +342,18 @@ def _check_categories(docs: dict[str, dict[str, Any]], problems: list[Problem]) 
 
 
 def _bbox_array(split: str, annotations: list[dict[str, Any]], problems: list[Problem]) -> np.ndarray | None:
-    try:
-        arr = np.asarray([a["bbox"] for a in annotations], dtype=np.float64).reshape(-1, 4)
-    except (KeyError, TypeError, ValueError):
-        bad = next(a for a in annotations if not _is_bbox(a.get("bbox")))
-        problems.append(Problem(split, ANNOTATIONS_FILE, f"annotations[id={bad.get('id')}].bbox",
-                                f"bbox {bad.get('bbox')!r} is not [x, y, width, height]",
-                                "fix the export or drop the box"))
+    bad = [a for a in annotations if not _is_bbox(a.get("bbox"))]
+    if bad:
+        examples = ", ".join(f"id {a.get('id')}: {a.get('bbox')!r}" for a in bad[:_EXAMPLES])
+        problems.append(Problem(split, ANNOTATIONS_FILE, "annotations[].bbox",
+                                f"{len(bad)} bbox(es) are not [x, y, width, height] of 4 JSON numbers, first: "
+                                f"{examples}", "write bbox values as JSON numbers (not strings) or drop the box"))
         return None
-    return arr
+    return np.asarray([a["bbox"] for a in annotations], dtype=np.float64).reshape(-1, 4)
 
 
 def _is_bbox(b: Any) -> bool:
-    return isinstance(b, list) and len(b) == 4 and all(isinstance(v, int | float) for v in b)
+    return isinstance(b, list) and len(b) == 4 and all(is_number(v) for v in b)
 
 
 def _report(split: str, field_name: str, annotations: list[dict[str, Any]], mask: np.ndarray,
@@ -301,6 +400,14 @@ def _check_areas(split: str, annotations: list[dict[str, Any]], boxes: np.ndarra
                  problems: list[Problem]) -> np.ndarray:
     """Mask of annotations without an area (filled later); inconsistent areas are problems."""
     raw = [a.get("area") for a in annotations]
+    not_num = [i for i, v in enumerate(raw) if v is not None and not is_number(v)]
+    if not_num:
+        problems.append(Problem(split, ANNOTATIONS_FILE, "annotations[].area",
+                                f"{len(not_num)} area(s) are not JSON numbers, first: "
+                                f"{[(annotations[i].get('id'), raw[i]) for i in not_num[:_EXAMPLES]]!r}",
+                                "write area as a JSON number (bbox width * height) or leave it out"))
+        skip = set(not_num)
+        raw = [None if i in skip else v for i, v in enumerate(raw)]
     missing = np.array([v is None for v in raw], dtype=bool)
     area = np.array([math.nan if v is None else v for v in raw], dtype=np.float64)
     expected = boxes[:, 2] * boxes[:, 3]
@@ -327,6 +434,8 @@ def _verify_split(root: Path, split: str, doc: dict[str, Any], category_ids: set
     if not annotations:
         problems.append(Problem(split, ANNOTATIONS_FILE, "annotations", "split has no boxes (AP is undefined)",
                                 "export the split with its annotations"))
+    if not _ids_are_integers(split, images, annotations, problems):
+        return None
     image_ids = [i.get("id") for i in images]
     for what, values in (("images[].id", image_ids), ("images[].file_name", [i.get("file_name") for i in images]),
                          ("annotations[].id", [a.get("id") for a in annotations])):
@@ -417,7 +526,7 @@ def verify_dataset(root: Path, *, deep: bool = False) -> VerifiedDataset:
     if problems:
         raise DatasetInvalid(root, problems)
     raw_categories = _check_categories(docs, problems)
-    category_ids = {c["id"] for c in raw_categories if isinstance(c.get("id"), int)}
+    category_ids = {c["id"] for c in raw_categories if is_int(c.get("id"))}
     checked = {s: _verify_split(root, s, docs[s], category_ids, deep, problems) for s in SPLITS}
     if problems:
         raise DatasetInvalid(root, problems)

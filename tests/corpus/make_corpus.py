@@ -27,6 +27,7 @@ from PIL import Image
 
 HERE = Path(__file__).resolve().parent
 BROKEN_DIR = "broken"
+LINKS_DIR = "links"
 TARS_DIR = "tars"
 README = "README.md"
 
@@ -67,6 +68,22 @@ CASES: dict[str, str] = {
     "area_mismatch": "a train annotation whose area is 10x its bbox w*h",
     "unknown_image_ref": "a train annotation whose image_id (99) is not in images",
     "bbox_slightly_outside": "VALID: a train bbox 0.5 px past the right edge; clip it and count it, no error",
+    "file_name_traversal": "a train image listed as ../../../../victim.png, its file moved out of the dataset "
+                           "(path traversal: a naive importer reads and writes outside its folders)",
+    "file_name_absolute": "a train image listed by the absolute path /etc/passwd",
+    "file_name_other_split": "a train image listed as ../valid/<a valid image> ('..' into another split)",
+    "file_name_subdir": "a train image listed as sub/<name>, its file in train/sub/ (subfolders are refused)",
+    "deep_json": "train JSON with an info value nested 5,000 lists deep (RecursionError in a naive parser)",
+    "bbox_string": "a train bbox written as strings [\"4\", \"4\", \"16\", \"16\"]",
+    "image_id_string": "a train image id written as the string \"1\" (its boxes keep the integer 1)",
+    "image_id_float": "a train annotation image_id written as the float 1.0",
+}
+
+# Cases that need symbolic links (written by os.symlink; git stores them as links).
+LINK_CASES: dict[str, str] = {
+    "dir_symlink": "train/sub is a link to ../valid and a train image is listed as sub/<a valid image>",
+    "image_symlink": "a train image file is a link to an image of the valid split (a link leaving its split)",
+    "split_symlink": "the test split folder is a link to the valid folder",
 }
 
 TAR_CASES: dict[str, str] = {
@@ -273,6 +290,62 @@ def unknown_image_ref(files: Files) -> Files:
     return edit_coco(files, "train", lambda coco: coco["annotations"][0].update(image_id=99))
 
 
+def _retarget_image(files: Files, file_name: str, keep_file: bool = False) -> Files:
+    """Train image 0 listed under `file_name`; its own file removed unless `keep_file`."""
+    own = image_file_name("train", 0)
+    out = edit_coco(files, "train", lambda coco: coco["images"][0].update(file_name=file_name))
+    if not keep_file:
+        del out[f"train/{own}"]
+    return out
+
+
+def file_name_traversal(files: Files) -> Files:
+    return _retarget_image(files, "../../../../victim.png")
+
+
+def file_name_absolute(files: Files) -> Files:
+    return _retarget_image(files, "/etc/passwd")
+
+
+def file_name_other_split(files: Files) -> Files:
+    return _retarget_image(files, f"../valid/{image_file_name('valid', 0)}")
+
+
+def file_name_subdir(files: Files) -> Files:
+    own = image_file_name("train", 0)
+    out = _retarget_image(files, f"sub/{own}")
+    out[f"train/sub/{own}"] = files[f"train/{own}"]
+    return out
+
+
+DEEP_JSON_LEVELS = 5_000
+
+
+def deep_json(files: Files) -> Files:
+    path = f"train/{ANNOTATIONS_FILE}"
+    text = files[path].decode()
+    nested = "[" * DEEP_JSON_LEVELS + "]" * DEEP_JSON_LEVELS
+    return {**files, path: text.replace('"info": {', f'"deep": {nested},\n  "info": {{', 1).encode()}
+
+
+def bbox_string(files: Files) -> Files:
+    def edit(coco: Coco) -> None:
+        coco["annotations"][0]["bbox"] = [str(int(v)) for v in coco["annotations"][0]["bbox"]]
+
+    return edit_coco(files, "train", edit)
+
+
+def image_id_string(files: Files) -> Files:
+    return edit_coco(files, "train", lambda coco: coco["images"][1].update(id=str(coco["images"][1]["id"])))
+
+
+def image_id_float(files: Files) -> Files:
+    def edit(coco: Coco) -> None:
+        coco["annotations"][-1]["image_id"] = float(coco["annotations"][-1]["image_id"])
+
+    return edit_coco(files, "train", edit)
+
+
 DEFECTS: dict[str, Callable[[Files], Files]] = {
     "valid_base": dict,
     "bad_json": bad_json,
@@ -288,6 +361,39 @@ DEFECTS: dict[str, Callable[[Files], Files]] = {
     "area_mismatch": area_mismatch,
     "unknown_image_ref": unknown_image_ref,
     "bbox_slightly_outside": bbox_slightly_outside,
+    "file_name_traversal": file_name_traversal,
+    "file_name_absolute": file_name_absolute,
+    "file_name_other_split": file_name_other_split,
+    "file_name_subdir": file_name_subdir,
+    "deep_json": deep_json,
+    "bbox_string": bbox_string,
+    "image_id_string": image_id_string,
+    "image_id_float": image_id_float,
+}
+
+Links = dict[str, str]  # posix path of the link -> its (relative) target
+
+
+def dir_symlink(files: Files) -> tuple[Files, Links]:
+    return _retarget_image(files, f"sub/{image_file_name('valid', 0)}"), {"train/sub": "../valid"}
+
+
+def image_symlink(files: Files) -> tuple[Files, Links]:
+    own = image_file_name("train", 0)
+    out = dict(files)
+    del out[f"train/{own}"]
+    return out, {f"train/{own}": f"../valid/{image_file_name('valid', 0)}"}
+
+
+def split_symlink(files: Files) -> tuple[Files, Links]:
+    out = {p: d for p, d in files.items() if not p.startswith("test/")}
+    return out, {"test": "valid"}
+
+
+LINK_DEFECTS: dict[str, Callable[[Files], tuple[Files, Links]]] = {
+    "dir_symlink": dir_symlink,
+    "image_symlink": image_symlink,
+    "split_symlink": split_symlink,
 }
 
 
@@ -364,25 +470,32 @@ def readme() -> str:
         "",
     ]
     lines += [f"- `{name}`: {text}" for name, text in CASES.items()]
+    lines += ["", "## links/", "", "Cases with symbolic links (copy them with `shutil.copytree(..., symlinks=True)`).", ""]
+    lines += [f"- `{name}`: {text}" for name, text in LINK_CASES.items()]
     lines += ["", "## tars/", ""]
     lines += [f"- `{name}`: {text}" for name, text in TAR_CASES.items()]
     return "\n".join(lines) + "\n"
 
 
-def write_files(root: Path, files: Files) -> None:
+def write_files(root: Path, files: Files, links: Links | None = None) -> None:
     for path in sorted(files):
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(files[path])
+    for path, dest in sorted((links or {}).items()):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).symlink_to(dest)
 
 
 def make_corpus(out: Path = HERE) -> None:
-    """Write broken/, tars/ and README.md under ``out``, replacing any previous broken/ and tars/."""
+    """Write broken/, links/, tars/ and README.md under ``out``, replacing any previous ones."""
     base = base_files()
-    for sub in (BROKEN_DIR, TARS_DIR):
+    for sub in (BROKEN_DIR, LINKS_DIR, TARS_DIR):
         shutil.rmtree(out / sub, ignore_errors=True)
     for name, defect in DEFECTS.items():
         write_files(out / BROKEN_DIR / name, defect(base))
+    for name, link_defect in LINK_DEFECTS.items():
+        write_files(out / LINKS_DIR / name, *link_defect(base))
     write_files(out / TARS_DIR, tar_archives(base))
     (out / README).write_text(readme(), encoding="utf-8")
 
