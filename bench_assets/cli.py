@@ -151,32 +151,41 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 def _print_datasets(home: Path, as_json: bool) -> None:
     from bench_assets.rf100vl.sources import read_spec
-    from bench_assets.rf100vl.store import current_version, iter_versions, load_record
+    from bench_assets.rf100vl.store import blocked_versions, current_version, iter_versions, load_record
 
     datasets_dir = home / "datasets"
-    versions: dict[str, int] = {}
-    for name, _ in iter_versions(datasets_dir):
-        versions[name] = versions.get(name, 0) + 1
+    versions: dict[str, list[str]] = {}
+    for name, version in iter_versions(datasets_dir):
+        versions.setdefault(name, []).append(version)
     rows = []
     for name in sorted(versions):
-        rec = load_record(datasets_dir, name, current_version(datasets_dir, name))
-        if rec is None:
-            continue
         spec = read_spec(home / "sources", name)
-        splits = rec.manifest["splits"]
-        rows.append({"dataset": name, "version": rec.version, "versions": versions[name],
-                     "suites": ",".join(spec.suites) if spec else "", "classes": rec.manifest["num_classes"],
-                     **{s: splits[s]["images"] for s in ("train", "valid", "test")},
-                     "boxes": sum(s["annotations"] for s in splits.values()),
-                     "source": rec.manifest["source"]["kind"]})
+        current = current_version(datasets_dir, name)
+        blocked = blocked_versions(datasets_dir, name)
+        # The current version first, then every blocked one with its reason; superseded good ones are counted.
+        for version in [v for v in [current] if v] + [v for v in versions[name] if v in blocked]:
+            rec = load_record(datasets_dir, name, version)
+            if rec is None:
+                continue
+            splits = rec.manifest["splits"]
+            rows.append({"dataset": name, "version": rec.version, "versions": len(versions[name]),
+                         "status": "current" if version == current else "BLOCKED",
+                         "suites": ",".join(spec.suites) if spec else "", "classes": rec.manifest["num_classes"],
+                         **{s: splits[s]["images"] for s in ("train", "valid", "test")},
+                         "boxes": sum(s["annotations"] for s in splits.values()),
+                         "source": rec.manifest["source"]["kind"],
+                         "blocked_reasons": blocked.get(version, {}).get("reasons", [])})
     if as_json:
         print(json.dumps(rows, indent=1))
         return
-    cols = ["dataset", "version", "versions", "suites", "classes", "train", "valid", "test", "boxes", "source"]
+    cols = ["dataset", "version", "status", "versions", "suites", "classes", "train", "valid", "test", "boxes",
+            "source"]
     widths = {c: max([len(c)] + [len(str(r[c])) for r in rows]) for c in cols}
     print("  ".join(c.ljust(widths[c]) for c in cols))
     for r in rows:
         print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))
+        for reason in r["blocked_reasons"]:
+            print(f"    blocked because {reason}")
     if not rows:
         print("(no datasets yet: `bench demo` or `bench datasets import PATH`)")
 
@@ -470,7 +479,9 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0],
+                                epilog="--verbose (anywhere): print failed steps' stack traces on the terminal "
+                                       "too (they are always in the Dagster event log)")
     sub = p.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="the embedded mini suite end to end: datasets, training, scores")
     demo.add_argument("--datasets-only", action="store_true", help="stop after the datasets")
@@ -560,6 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--verbose" in argv:  # anywhere on the line: stack traces of failed steps reach the terminal too
+        argv = [a for a in argv if a != "--verbose"]
+        os.environ["BENCH_VERBOSE"] = "1"
     if argv[:1] in (["augbench"], ["demo"]):
         # The single-thread policy must be in the environment before numpy/torch load their thread pools.
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):

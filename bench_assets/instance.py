@@ -140,13 +140,16 @@ def _errors(result: Any) -> list[str]:
 def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str | None = None,
             run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None) -> RunOutcome:
     from bench_assets.report.dbt_assets import prepare_manifest
+    from bench_assets.terminal_log import terminal_logger_def, verbose
 
     prepare_manifest()  # the dbt assets load from a manifest; a fresh clone or an edited model needs a parse
     from definitions import defs
 
-    job = defs.resolve_job_def(job_name)
+    # The terminal gets failures without stack traces (the event log keeps them; --verbose prints them).
+    job = defs.resolve_job_def(job_name).with_logger_defs({"bench_terminal": terminal_logger_def()})
     reconcile_stale_runs(instance)  # a killed earlier run must not keep the pool slot this run needs
-    config = {"loggers": {"console": {"config": {"log_level": os.environ.get("BENCH_LOG_LEVEL", "INFO")}}},
+    config = {"loggers": {"bench_terminal": {"config": {"log_level": os.environ.get("BENCH_LOG_LEVEL", "INFO"),
+                                                        "verbose": verbose()}}},
               **(run_config or {})}
     run_tags = {"bench/launched_by": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), **(tags or {})}
     result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=config,

@@ -11,13 +11,17 @@ from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.lock import lock_mismatches
 from bench_assets.rf100vl.partitions import dataset_partitions
 from bench_assets.rf100vl.preflight import (
+    CACHE_BYTES_PER_IMAGE,
+    DEFAULT_CACHE_IMGSZ,
     PLATFORM_TRAIN_FIELDS,
+    describe_projection,
     free_bytes,
     missing_train_fields,
     project_disk,
     trainconfig_fields,
     unwritable_dirs,
 )
+from bench_assets.rf100vl.promotion import class_count_problem
 from bench_assets.rf100vl.store import DatasetRecord, load_record
 from bench_assets.rf100vl.verify import ANNOTATIONS_FILE, SPLITS
 from resources.bench_home import BenchHome
@@ -104,24 +108,32 @@ def class_count_matches_catalog(context: dg.AssetCheckExecutionContext, home: Be
     if entry is None:
         return dg.AssetCheckResult(passed=True, metadata={"in_catalog": False, "classes": actual,
                                                           "note": "not a catalogue dataset: nothing to compare"})
-    return dg.AssetCheckResult(passed=actual == entry.num_classes, severity=dg.AssetCheckSeverity.ERROR,
+    problem = class_count_problem(name, actual)
+    return dg.AssetCheckResult(passed=problem is None, severity=dg.AssetCheckSeverity.ERROR, description=problem,
                                metadata={"in_catalog": True, "classes": actual, "catalog_classes": entry.num_classes})
 
 
 @dg.asset_check(asset=dataset, partitions_def=dataset_partitions,
-                description="Preflight: free disk covers the dataset plus LibreYOLO's resized-image cache "
-                            "(~953 KB per image at 640 px).")
+                description="Preflight warning: free disk covers training on this dataset (its files again plus "
+                            "LibreYOLO's resized-image cache, ~953 KB per image at 640 px, plus 1 GB margin).")
 def disk_projection(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
     record = _record(home, context.partition_key)
     if record is None:
         return _missing(context.partition_key)
     splits = record.manifest["splits"]
-    proj = project_disk(free_bytes(home.path),
-                        dataset_bytes=sum(s["bytes"] for s in record.lock["splits"].values()),
-                        num_images=sum(splits[s]["images"] for s in SPLITS))
-    return dg.AssetCheckResult(passed=proj.ok, metadata={
+    free = free_bytes(home.path)
+    dataset_bytes = sum(s["bytes"] for s in record.lock["splits"].values())
+    num_images = sum(splits[s]["images"] for s in SPLITS)
+    projections = {imgsz: project_disk(free, dataset_bytes, num_images, imgsz)
+                   for imgsz in sorted(CACHE_BYTES_PER_IMAGE, reverse=True)}
+    proj = projections[DEFAULT_CACHE_IMGSZ]
+    text = describe_projection(home.path, projections)
+    return dg.AssetCheckResult(passed=proj.ok, severity=dg.AssetCheckSeverity.WARN, description=text, metadata={
         "free_gb": round(proj.free_bytes / 1e9, 2), "needed_gb": round(proj.needed_bytes / 1e9, 3),
-        "cache_gb": round(proj.cache_bytes / 1e9, 3), "dataset_gb": round(proj.dataset_bytes / 1e9, 3)})
+        "cache_gb": round(proj.cache_bytes / 1e9, 3), "dataset_gb": round(proj.dataset_bytes / 1e9, 3),
+        "needed_gb_by_cache_imgsz": dg.MetadataValue.json(
+            {str(k): round(p.needed_bytes / 1e9, 3) for k, p in projections.items()}),
+        "explanation": dg.MetadataValue.text(text)})
 
 
 @dg.asset_check(asset=catalog,

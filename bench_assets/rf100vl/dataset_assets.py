@@ -2,14 +2,22 @@
 
 import base64
 from collections import Counter
+from pathlib import Path
 
 import dagster as dg
 
 from bench_assets.rf100vl.catalog import BUILTIN_SUITES, DOMAINS, load_catalog, suite_members
 from bench_assets.rf100vl.partitions import dataset_partitions
 from bench_assets.rf100vl.safe_tar import UnsafeArchiveError
+from bench_assets.rf100vl.sensors import clear_refusal, write_refusal
 from bench_assets.rf100vl.sources import SourceError, default_spec, local_spec, read_spec, register
-from bench_assets.rf100vl.store import PREVIEW_FILE, DatasetRecord, materialize_dataset
+from bench_assets.rf100vl.store import (
+    PREVIEW_FILE,
+    DatasetBlocked,
+    DatasetRecord,
+    DiskSpaceError,
+    materialize_dataset,
+)
 from bench_assets.rf100vl.verify import SPLITS, DatasetInvalid
 from resources.bench_home import BenchHome
 
@@ -74,11 +82,21 @@ def dataset_metadata(record: DatasetRecord) -> dict[str, dg.MetadataValue]:
     return meta
 
 
+def _inbox_entry(home: BenchHome, source: str) -> Path | None:
+    """The inbox entry an import came from (None for any other source)."""
+    if not source:
+        return None
+    entry = Path(source)
+    return entry if entry.parent.resolve() == home.inbox_dir.resolve() else None
+
+
 @dg.asset(key=["rf100vl", "dataset"], group_name="rf100vl", partitions_def=dataset_partitions,
           deps=[catalog], kinds={"coco"},
-          description="A verified, normalised, version-locked dataset (datasets/<name>/<version>/).")
+          description="A verified, normalised, version-locked dataset (datasets/NAME/VERSION/), made CURRENT "
+                      "only when its blocking checks pass.")
 def dataset(context: dg.AssetExecutionContext, config: DatasetConfig, home: BenchHome) -> dg.MaterializeResult:
     name = context.partition_key
+    inbox_entry = _inbox_entry(home, config.source)
     try:
         spec = local_spec(config.source, [config.suite] if config.suite else []) if config.source else None
         if spec is not None:
@@ -87,7 +105,11 @@ def dataset(context: dg.AssetExecutionContext, config: DatasetConfig, home: Benc
             spec = read_spec(home.sources_dir, name) or default_spec(name, home.hf_mirror)
         record = materialize_dataset(home.path, name, spec, home.hf_cache_dir, log=context.log.info,
                                      deep=config.deep_image_check)
-    except (DatasetInvalid, SourceError, UnsafeArchiveError, ValueError) as exc:
+    except (DatasetInvalid, DatasetBlocked, DiskSpaceError, SourceError, UnsafeArchiveError, ValueError) as exc:
+        if inbox_entry is not None:
+            write_refusal(inbox_entry, str(exc))
         raise dg.Failure(description=str(exc), metadata={"dataset": name, "error": exc.__class__.__name__},
                          allow_retries=False) from None
+    if inbox_entry is not None:
+        clear_refusal(inbox_entry)
     return dg.MaterializeResult(metadata=dataset_metadata(record), data_version=dg.DataVersion(record.version))

@@ -65,6 +65,22 @@ def build_lock(dataset: str, root: Path, source: dict[str, Any], source_version:
     }
 
 
+def listing_mismatches(split_dir: Path) -> list[str]:
+    """How the image files of a canonical split differ from the images its annotation file lists.
+
+    The canonical form holds exactly the listed images beside `_annotations.coco.json`: a listed image
+    that is absent, or a file nobody lists, means the version is not what its lock describes.
+    """
+    listed = {str(i.get("file_name")) for i in json.loads((split_dir / ANNOTATIONS_FILE).read_bytes())["images"]}
+    present = {f.name for f in split_dir.iterdir() if f.name != ANNOTATIONS_FILE}
+    out = []
+    if missing := sorted(listed - present):
+        out.append(f"{split_dir.name}: {len(missing)} listed image(s) absent from the folder, first: {missing[:3]}")
+    if extra := sorted(present - listed):
+        out.append(f"{split_dir.name}: {len(extra)} file(s) in the folder that no image lists, first: {extra[:3]}")
+    return out
+
+
 def lock_mismatches(root: Path, lock: dict[str, Any]) -> list[str]:
     """Every way the files under `root` differ from `lock` (empty when they match)."""
     out: list[str] = []
@@ -77,8 +93,9 @@ def lock_mismatches(root: Path, lock: dict[str, Any]) -> list[str]:
             continue
         try:
             actual = split_facts(root / split)
-        except (OSError, ValueError, KeyError) as exc:
-            out.append(f"{split}: cannot read ({exc})")
+            out += listing_mismatches(root / split)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            out.append(f"{split}: cannot read ({exc.__class__.__name__}: {exc})")
             continue
         for key, want in expected.items():
             if actual.get(key) != want:

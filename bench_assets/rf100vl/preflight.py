@@ -47,6 +47,22 @@ def project_disk(free_bytes: int, dataset_bytes: int, num_images: int, imgsz: in
     return DiskProjection(free_bytes, dataset_bytes, num_images * per_image, margin_bytes)
 
 
+def describe_projection(where: Path, projections: dict[int, DiskProjection]) -> str:
+    """The projection in words: needed vs free, for each cache size (the default size decides the verdict)."""
+    gb = 1e9
+    default = projections.get(DEFAULT_CACHE_IMGSZ) or next(iter(projections.values()))
+    sizes = ", ".join(f"{p.needed_bytes / gb:.2f} GB with the {k} px cache" for k, p in projections.items())
+    if default.ok:
+        verdict = "enough"
+    else:
+        fits = [k for k, p in projections.items() if p.ok]
+        verdict = ("NOT enough for the default cache: training may stop on a full disk; free space or move "
+                   "BENCH_HOME" + (f", or cache at {fits[0]} px" if fits else ""))
+    return (f"training needs {sizes} (the dataset's {default.dataset_bytes / gb:.3f} GB again, LibreYOLO's "
+            f"resized-image cache and a {default.margin_bytes / gb:.0f} GB margin); "
+            f"{default.free_bytes / gb:.2f} GB free under {where}: {verdict}")
+
+
 def free_bytes(path: Path) -> int:
     probe = path
     while not probe.exists():

@@ -1,5 +1,10 @@
 """The inbox sensor: a dataset folder or tar dropped into BENCH_HOME/inbox/ registers a partition
-and requests its import run."""
+and requests its import run.
+
+A refused entry (a name that is not a dataset name, or an import that failed) gets a marker file
+`<name>.refused.txt` beside it with the reason, where the person who dropped it looks; the sensor
+also logs a WARNING in its evaluation. The marker goes away when the entry imports.
+"""
 
 import hashlib
 import time
@@ -7,9 +12,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from bench_assets.fsutil import atomic_write_text
 from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
 from bench_assets.rf100vl.sources import NAME_RE
 from resources.bench_home import BenchHome
+
+REFUSED_SUFFIX = ".refused.txt"
 
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 SETTLE_SECONDS = 10.0  # a folder still being copied in changes; wait until it has been quiet this long
@@ -22,6 +30,24 @@ def inbox_name(path: Path) -> str:
         if path.name.endswith(suffix):
             return path.name[: -len(suffix)]
     return path.name
+
+
+def refusal_marker(entry: Path) -> Path:
+    return entry.parent / f"{inbox_name(entry)}{REFUSED_SUFFIX}"
+
+
+def write_refusal(entry: Path, reason: str) -> bool:
+    """Write (or update) the marker beside a refused inbox entry; True when its text changed."""
+    marker = refusal_marker(entry)
+    text = f"{entry.name} was not imported.\n\n{reason.strip()}\n\nFix it and drop it again (or rename it).\n"
+    if marker.exists() and marker.read_text() == text:
+        return False
+    atomic_write_text(marker, text)
+    return True
+
+
+def clear_refusal(entry: Path) -> None:
+    refusal_marker(entry).unlink(missing_ok=True)
 
 
 def fingerprint(path: Path) -> tuple[str, float]:
@@ -38,7 +64,10 @@ def fingerprint(path: Path) -> tuple[str, float]:
 
 def inbox_requests(inbox: Path, known: set[str], now: float, settle: float = SETTLE_SECONDS
                    ) -> tuple[list[str], list[dg.RunRequest], list[str]]:
-    """(new partition names, run requests, skipped-with-reason lines) for the inbox's settled entries."""
+    """(new partition names, run requests, skipped-with-reason lines) for the inbox's settled entries.
+
+    `skipped` lines starting with "refused" are refusals (a marker file is written beside the entry).
+    """
     new, runs, skipped = [], [], []
     if not inbox.is_dir():
         return new, runs, skipped
@@ -47,7 +76,10 @@ def inbox_requests(inbox: Path, known: set[str], now: float, settle: float = SET
             continue
         name = inbox_name(entry)
         if not NAME_RE.match(name):
-            skipped.append(f"{entry.name}: {name!r} is not a valid dataset name")
+            reason = (f"{name!r} is not a valid dataset name: use letters, digits, '-', '_' and '.' (not leading), "
+                      "at most 128 characters; rename the entry")
+            write_refusal(entry, reason)
+            skipped.append(f"refused {entry.name}: {reason} (see {refusal_marker(entry).name})")
             continue
         fp, newest = fingerprint(entry)
         if now - newest < settle:
@@ -68,7 +100,7 @@ def inbox_sensor(context: dg.SensorEvaluationContext, home: BenchHome) -> dg.Sen
     known = set(context.instance.get_dynamic_partitions(DATASET_PARTITIONS_NAME))
     new, runs, skipped = inbox_requests(home.inbox_dir, known, time.time())
     for line in skipped:
-        context.log.info(line)
+        (context.log.warning if line.startswith("refused") else context.log.info)(line)
     return dg.SensorResult(
         run_requests=runs,
         dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(DATASET_PARTITIONS_NAME, new)] if new else [],

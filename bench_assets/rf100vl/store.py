@@ -3,14 +3,21 @@
 A version folder is written under a temporary name and renamed into place whole; once placed it is
 never modified. Re-importing identical content lands on the same version (nothing is rewritten);
 changed content gets a new version beside the old one.
+
+A placed version becomes `CURRENT` only after the dataset's blocking checks pass on it (the same
+predicates `rf100vl/dataset`'s blocking asset checks evaluate: `promotion.blocking_problems`). A version
+that fails them stays on disk with `<version>.blocked.json` beside it naming the reasons; `CURRENT`
+keeps pointing at the previous good version, and a blocked version is never current.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import shutil
+import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +26,47 @@ from typing import Any
 from bench_assets.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text, place_dir, staging_dir
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.lock import LOCK_FILE, build_lock
+from bench_assets.rf100vl.preflight import free_bytes
 from bench_assets.rf100vl.preview import sample_grid
 from bench_assets.rf100vl.sources import SourceSpec, fetch
-from bench_assets.rf100vl.verify import ANNOTATIONS_FILE, SPLITS, VerifiedDataset, verify_dataset
+from bench_assets.rf100vl.verify import (
+    ANNOTATIONS_FILE,
+    FILE_NAME_FIX,
+    SPLITS,
+    DatasetInvalid,
+    Problem,
+    VerifiedDataset,
+    file_name_problem,
+    verify_dataset,
+)
 
 MANIFEST_FILE = "dataset.json"
 PREVIEW_FILE = "preview.jpg"
 CURRENT_FILE = "CURRENT"
+BLOCKED_SUFFIX = ".blocked.json"
+SPACE_MARGIN_BYTES = 16 << 20  # the lock, manifest, preview and file-system slack on top of the data
+
+
+class DatasetBlocked(RuntimeError):
+    """A placed version failed a blocking check: it stays on disk, marked blocked, and is not promoted."""
+
+    def __init__(self, name: str, version: str, path: Path, problems: list[str], current: str | None):
+        self.problems = problems
+        kept = f"CURRENT stays {current}" if current else "the dataset has no current version"
+        super().__init__(
+            f"dataset {name}: version {version} is BLOCKED and was not made current ({kept}):\n"
+            + "\n".join(f"  - {p}" for p in problems)
+            + f"\n  it stays on disk at {path} (listed as blocked by `bench datasets list`); campaigns never use it")
+
+
+class DiskSpaceError(OSError):
+    """Not enough free space for an import; names the path, the space needed and the space free."""
+
+    def __init__(self, path: Path, needed: int | None, free: int):
+        need = f"about {needed / 1e6:,.1f} MB" if needed else "more space"
+        super().__init__(errno.ENOSPC, f"not enough disk space under {path}: the import needs {need}, "
+                                       f"{free / 1e6:,.1f} MB free; free space there or point BENCH_HOME at a "
+                                       "larger disk")
 
 
 @dataclass
@@ -38,9 +79,36 @@ class DatasetRecord:
     created: bool  # False when identical content was already stored
 
 
+def blocked_path(datasets_dir: Path, name: str, version: str) -> Path:
+    return datasets_dir / name / f"{version}{BLOCKED_SUFFIX}"
+
+
+def blocked_versions(datasets_dir: Path, name: str) -> dict[str, dict[str, Any]]:
+    """version -> its blocked record ({"version", "reasons", "blocked_at"}) for every blocked version."""
+    folder = datasets_dir / name
+    if not folder.is_dir():
+        return {}
+    return {p.name.removesuffix(BLOCKED_SUFFIX): json.loads(p.read_text())
+            for p in sorted(folder.glob(f"*{BLOCKED_SUFFIX}"))}
+
+
 def current_version(datasets_dir: Path, name: str) -> str | None:
+    """The version campaigns use; never a blocked one."""
     p = datasets_dir / name / CURRENT_FILE
-    return p.read_text().strip() if p.exists() else None
+    if not p.exists():
+        return None
+    version = p.read_text().strip()
+    return None if blocked_path(datasets_dir, name, version).exists() else version
+
+
+def why_no_current(datasets_dir: Path, name: str) -> str:
+    """A sentence for 'this dataset has no usable version', naming blocked versions and their reasons."""
+    blocked = blocked_versions(datasets_dir, name)
+    if not blocked:
+        return f"dataset {name!r} has no stored version; materialize rf100vl/dataset first"
+    newest = max(blocked.values(), key=lambda b: b.get("blocked_at", ""))
+    return (f"dataset {name!r} has no usable version: version {newest['version']} is blocked "
+            f"({'; '.join(newest['reasons'])}); import a corrected copy")
 
 
 def load_record(datasets_dir: Path, name: str, version: str | None = None) -> DatasetRecord | None:
@@ -68,18 +136,56 @@ def iter_versions(datasets_dir: Path) -> list[tuple[str, str]]:
     return out
 
 
+def _contained_pair(verified: VerifiedDataset, out: Path, split: str, file_name: str) -> tuple[Path, Path]:
+    """(source, destination) of one image, both proven to lie directly in their split folders.
+
+    Verification already refused unsafe names; this second gate resolves every path right before
+    the copy, so nothing can ever be read from or written to outside the two split folders.
+    """
+    src_dir, dst_dir = (verified.root / split).resolve(), (out / split).resolve()
+    src, dst = verified.root / split / file_name, out / split / file_name
+    if (file_name_problem(file_name) is not None or src.is_symlink() or src.resolve().parent != src_dir
+            or dst.resolve().parent != dst_dir):
+        raise DatasetInvalid(verified.root, [Problem(split, ANNOTATIONS_FILE, "images[].file_name",
+                                                     f"{file_name!r} resolves outside the split folder",
+                                                     FILE_NAME_FIX)])
+    return src, dst
+
+
 def _write_canonical(verified: VerifiedDataset, out: Path, move: bool) -> None:
     for split in SPLITS:
         (out / split).mkdir(parents=True)
         doc = verified.coco[split]
         for img in doc["images"]:
-            src = verified.root / split / img["file_name"]
-            dst = out / split / img["file_name"]
+            src, dst = _contained_pair(verified, out, split, img["file_name"])
             if move:
                 os.replace(src, dst)
             else:
-                shutil.copyfile(src, dst)
+                shutil.copyfile(src, dst, follow_symlinks=False)
         atomic_write_bytes(out / split / ANNOTATIONS_FILE, json.dumps(doc, separators=(",", ":")).encode())
+
+
+def source_bytes(spec: SourceSpec) -> int | None:
+    """Bytes a local source unpacks to (None when unknown before fetching: hf, rf100vl, mini)."""
+    if spec.kind != "local" or not spec.path:
+        return None
+    path = Path(spec.path)
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            return sum(m.size for m in tar.getmembers() if m.isfile())
+    except (tarfile.TarError, OSError):
+        return None  # safe_extract reports an unreadable archive with its own message
+
+
+def ensure_space(home: Path, needed: int | None) -> None:
+    """Refuse an import that cannot fit before writing anything (the disk-full message names the numbers)."""
+    if needed is None:
+        return
+    free = free_bytes(home)
+    if free < needed + SPACE_MARGIN_BYTES:
+        raise DiskSpaceError(home, needed + SPACE_MARGIN_BYTES, free)
 
 
 def _manifest(name: str, spec: SourceSpec, verified: VerifiedDataset, lock: dict[str, Any],
@@ -100,33 +206,69 @@ def _manifest(name: str, spec: SourceSpec, verified: VerifiedDataset, lock: dict
     }
 
 
+def _place(home: Path, name: str, spec: SourceSpec, hf_cache: Path, log: Callable[[str], None],
+           deep: bool) -> tuple[str, bool]:
+    """Fetch, verify, normalise and place one version (not promoted); return (version, newly created)."""
+    datasets_dir = home / "datasets"
+    needed: int | None = source_bytes(spec)
+    try:
+        ensure_space(home, needed)  # a tar extracts once into staging, then moves; a folder is copied once
+        with staging_dir(home / "staging", name) as stage:
+            log(f"fetching {name} from {spec.describe()['kind']} source")
+            fetched = fetch(spec, name, stage, hf_cache)
+            log(f"verifying {fetched.root}")
+            verified = verify_dataset(fetched.root, deep=deep)
+            needed = sum(st.image_bytes for st in verified.stats.values())
+            with staging_dir(datasets_dir / name, "version") as out:
+                _write_canonical(verified, out, move=fetched.owned)
+                lock = build_lock(name, out, spec.describe(), fetched.source_version,
+                                  image_ids={s: [i["id"] for i in verified.coco[s]["images"]] for s in SPLITS})
+                manifest = _manifest(name, spec, verified, lock, fetched.dropped_junk)
+                final = datasets_dir / name / lock["version"]
+                created = False
+                if not final.exists():
+                    atomic_write_bytes(out / PREVIEW_FILE, sample_grid(out / "train", verified.coco["train"]))
+                    atomic_write_json(out / LOCK_FILE, lock)
+                    atomic_write_json(out / MANIFEST_FILE, manifest)
+                    created = place_dir(out, final)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC and not isinstance(exc, DiskSpaceError):
+            raise DiskSpaceError(home, needed, free_bytes(home)) from None
+        raise
+    return lock["version"], created
+
+
 def materialize_dataset(home: Path, name: str, spec: SourceSpec, hf_cache: Path,
                         log: Callable[[str], None] = lambda _: None, deep: bool = False) -> DatasetRecord:
-    """Fetch, verify, normalise and place one dataset; return what was stored.
+    """Fetch, verify, normalise and place one dataset, promote it when its blocking checks pass; return it.
 
-    On any error nothing under `datasets/<name>/` changes: earlier versions and CURRENT stay as they were.
+    On any error nothing under `datasets/<name>/` changes: earlier versions and CURRENT stay as they were
+    (no empty `datasets/<name>/` is left behind either). A version failing a blocking check is placed,
+    marked blocked and reported with `DatasetBlocked`; CURRENT does not move.
     """
+    from bench_assets.rf100vl.promotion import blocking_problems
+
     datasets_dir = home / "datasets"
-    with staging_dir(home / "staging", name) as stage:
-        log(f"fetching {name} from {spec.describe()['kind']} source")
-        fetched = fetch(spec, name, stage, hf_cache)
-        log(f"verifying {fetched.root}")
-        verified = verify_dataset(fetched.root, deep=deep)
-        with staging_dir(datasets_dir / name, "version") as out:
-            _write_canonical(verified, out, move=fetched.owned)
-            lock = build_lock(name, out, spec.describe(), fetched.source_version,
-                              image_ids={s: [i["id"] for i in verified.coco[s]["images"]] for s in SPLITS})
-            manifest = _manifest(name, spec, verified, lock, fetched.dropped_junk)
-            final = datasets_dir / name / lock["version"]
-            created = False
-            if not final.exists():
-                atomic_write_bytes(out / PREVIEW_FILE, sample_grid(out / "train", verified.coco["train"]))
-                atomic_write_json(out / LOCK_FILE, lock)
-                atomic_write_json(out / MANIFEST_FILE, manifest)
-                created = place_dir(out, final)
-    atomic_write_text(datasets_dir / name / CURRENT_FILE, lock["version"] + "\n")
-    record = load_record(datasets_dir, name, lock["version"])
+    folder_existed = (datasets_dir / name).exists()
+    try:
+        version, created = _place(home, name, spec, hf_cache, log, deep)
+    except BaseException:
+        if not folder_existed:
+            try:
+                (datasets_dir / name).rmdir()  # only when empty: a failed first import leaves no folder
+            except OSError:
+                pass
+        raise
+    record = load_record(datasets_dir, name, version)
     assert record is not None
     record.created = created
-    log(f"{name}: version {record.version} ({'new' if created else 'unchanged, already stored'})")
+    problems = blocking_problems(record)
+    if problems:
+        atomic_write_json(blocked_path(datasets_dir, name, version), {
+            "version": version, "reasons": problems,
+            "blocked_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+        raise DatasetBlocked(name, version, record.path, problems, current_version(datasets_dir, name))
+    blocked_path(datasets_dir, name, version).unlink(missing_ok=True)  # it passes now (e.g. catalogue fixed)
+    atomic_write_text(datasets_dir / name / CURRENT_FILE, version + "\n")
+    log(f"{name}: version {record.version} ({'new' if created else 'unchanged, already stored'}), current")
     return record

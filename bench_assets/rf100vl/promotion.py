@@ -1,0 +1,39 @@
+"""What must hold before a dataset version may become CURRENT (pure functions, no Dagster).
+
+These are the predicates of `rf100vl/dataset`'s two blocking asset checks. The store evaluates them on
+a freshly placed version before promoting it, so a version that would fail a blocking check is never
+current, not even for the moment between materialization and check; the checks evaluate the same
+predicates on the current version afterwards (and catch files changed later).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench_assets.rf100vl.catalog import catalog_entry
+from bench_assets.rf100vl.lock import lock_mismatches
+
+if TYPE_CHECKING:
+    from bench_assets.rf100vl.store import DatasetRecord
+
+
+def class_count_problem(name: str, num_classes: int) -> str | None:
+    """Why the class count disqualifies a catalogue dataset, or None (also for non-catalogue names)."""
+    entry = catalog_entry(name)
+    if entry is None or entry.num_classes == num_classes:
+        return None
+    return (f"class_count_matches_catalog: the data has {num_classes} classes, the RF100-VL catalogue says "
+            f"{entry.num_classes} for {name!r}; import the export of this dataset, or import other data under "
+            "a name that is not in the catalogue")
+
+
+def lock_problems(path: Path, lock: dict[str, Any]) -> list[str]:
+    return [f"lock_matches_files: {m}" for m in lock_mismatches(path, lock)]
+
+
+def blocking_problems(record: DatasetRecord) -> list[str]:
+    """Every reason `record` may not become (or stay) CURRENT; empty when it may."""
+    problems = lock_problems(record.path, record.lock)
+    cc = class_count_problem(record.name, int(record.manifest["num_classes"]))
+    return problems + ([cc] if cc else [])
