@@ -472,6 +472,38 @@ def cmd_augbench_run(args: argparse.Namespace) -> int:
     return run_augbench(Path(args.config), overrides, report=not args.no_report)
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Find (and with --fix repair) what faults left: stuck pool slots, dead runs, orphaned temp files."""
+    from bench_assets.doctor import doctor_main
+
+    return doctor_main(bench_home_path(), args.fix, print)
+
+
+def cmd_check_datasets(args: argparse.Namespace) -> int:
+    """Re-run the dataset checks on the current versions as stored now (nothing is re-imported)."""
+    from bench_assets.instance import execute, open_instance
+    from bench_assets.rf100vl.sensors import DATASET_JOB
+    from bench_assets.rf100vl.store import current_version, iter_versions
+
+    home = bench_home_path()
+    names = args.names or sorted({n for n, _ in iter_versions(home / "datasets")})
+    instance = open_instance(home)
+    failed = []
+    for name in names:
+        if current_version(home / "datasets", name) is None:
+            from bench_assets.rf100vl.store import why_no_current
+
+            print(f"bench: {why_no_current(home / 'datasets', name)}", file=sys.stderr)
+            failed.append(name)
+            continue
+        outcome = execute(instance, DATASET_JOB, partition_key=name, checks_only=True)
+        if _report(outcome, f"checks of dataset {name}"):
+            failed.append(name)
+        else:
+            print(f"dataset {name}: checks pass (run {outcome.run_id})")
+    return 1 if failed else 0
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from bench_assets.rescore import rescore_all
 
@@ -499,7 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--suite", required=True, help="rf100vl, rf20vl or mini")
     reg.add_argument("--materialize", action="store_true", help="also fetch and verify them now")
     reg.set_defaults(fn=cmd_register)
-    ls = ds.add_parser("list", help="stored datasets and their current versions")
+    chk = ds.add_parser("check", help="re-run the dataset checks on the stored current versions (no re-import)")
+    chk.add_argument("names", nargs="*", help="dataset names (default: every stored dataset)")
+    chk.set_defaults(fn=cmd_check_datasets)
+    ls = ds.add_parser("list", help="stored datasets: current and blocked versions")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(fn=cmd_list)
     for name, fn, helptext in (("train", cmd_train, "fine-tune a model on every dataset of a suite"),
@@ -562,6 +597,10 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--datasets", help="comma-separated names")
     rs.set_defaults(fn=cmd_rescore)
     sub.add_parser("score", help="score a COCO predictions file: bench score GT PRED [--backend] [--max-det]")
+    dr = sub.add_parser("doctor", help="find stuck pool slots, runs whose process is gone and orphaned temp "
+                                       "files under BENCH_HOME; --fix repairs them")
+    dr.add_argument("--fix", action="store_true", help="free the slots, mark dead runs failed, remove the temps")
+    dr.set_defaults(fn=cmd_doctor)
     ui = sub.add_parser("ui", help="start the Dagster UI on this machine")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)

@@ -3,14 +3,20 @@
 A kill at any moment leaves either the old file or the new one, never a truncated mix, because
 we write to a temporary name in the same directory, fsync it, rename it over the target and fsync
 the directory so the rename itself survives a power cut.
+
+Scratch folders carry their owner's pid (`.tmp-<prefix>-<pid>-<random>`), so the next writer of the
+same kind can tell a killed process's leftovers from a live one's work in progress and sweep them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -54,17 +60,132 @@ def atomic_write_json(path: Path, obj: Any, *, indent: int | None = 2) -> None:
     atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=str) + "\n")
 
 
+LEGACY_SCRATCH_MAX_AGE_S = 3600.0  # a scratch folder named before pids were recorded: orphaned after an hour
+_RANDOM = r"[a-z0-9_]{8}"  # the tail tempfile.mkdtemp adds
+# This process's scratch folders that are still in use: its own pid is alive, yet a folder with that pid may
+# be a leftover of an earlier process that had the same pid (a container restarted with the same pid).
+_LIVE_SCRATCH: set[tuple[int, int]] = set()  # (st_dev, st_ino): the same folder whatever path names it
+_LIVE_LOCK = threading.RLock()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether `pid` is a running process on this host (a zombie, killed but not yet reaped, is not)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (not Linux) or it just exited: the kill probe said alive
+    return stat[stat.rindex(")") + 2:][:1] != "Z"
+
+
+def path_age_s(path: Path) -> float:
+    """Seconds since `path` or anything below it was last modified (the newest mtime in the tree)."""
+    newest = 0.0
+    stack = [path]
+    while stack:
+        p = stack.pop()
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        newest = max(newest, st.st_mtime)
+        if p.is_dir() and not p.is_symlink():
+            try:
+                stack.extend(p.iterdir())
+            except OSError:
+                pass
+    return time.time() - newest
+
+
+def remove_path(path: Path) -> None:
+    """Remove a file, link or folder tree; a concurrent remover getting there first is fine."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def scratch_pid(name: str, prefix: str | None = None) -> int | None:
+    """The owner pid recorded in a scratch folder's name, None for a legacy name (or not a scratch name).
+
+    With `prefix`, the name must be that kind's; without, the prefix is whatever comes before `-<pid>-<random>`.
+    """
+    head = re.escape(f".tmp-{prefix}-") if prefix is not None else r"\.tmp-.+-"
+    m = re.fullmatch(rf"{head}(\d+)-{_RANDOM}", name)
+    return int(m.group(1)) if m else None
+
+
+def is_scratch_name(name: str, prefix: str | None = None) -> bool:
+    head = re.escape(f".tmp-{prefix}-") if prefix is not None else r"\.tmp-.+-"
+    return re.fullmatch(rf"{head}(\d+-)?{_RANDOM}", name) is not None
+
+
+def scratch_orphaned(path: Path, prefix: str | None = None) -> bool:
+    """Whether the scratch folder `path` belongs to no live writer: its owner pid is gone (or is this process,
+    which is not using it), or, for a legacy name without a pid, nothing in it changed for an hour."""
+    if not is_scratch_name(path.name, prefix):
+        return False
+    pid = scratch_pid(path.name, prefix)
+    if pid is None:
+        return path_age_s(path) > LEGACY_SCRATCH_MAX_AGE_S
+    if pid == os.getpid():
+        with _LIVE_LOCK:
+            return _identity(path) not in _LIVE_SCRATCH
+    return not pid_alive(pid)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def sweep_orphans(parent: Path, prefix: str) -> list[Path]:
+    """Remove `parent/.tmp-<prefix>-*` scratch left by writers that were killed; return what was removed.
+
+    A live process's scratch is never touched, so concurrent writers of the same kind are safe.
+    """
+    removed = []
+    try:
+        entries = sorted(parent.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    with _LIVE_LOCK:
+        for p in entries:
+            if scratch_orphaned(p, prefix):
+                remove_path(p)
+                removed.append(p)
+    return removed
+
+
 @contextmanager
 def staging_dir(parent: Path, prefix: str) -> Iterator[Path]:
     """A scratch directory next to its final home (same filesystem, so a rename can place it).
 
-    Removed on exit unless the caller renamed it away.
+    Removed on exit unless the caller renamed it away. Leftovers of killed writers of the same kind in
+    `parent` are swept first, so a kill -9 costs disk only until the next writer starts.
     """
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}-", dir=parent))
+    with _LIVE_LOCK:  # another thread must not sweep this folder between its creation and its registration
+        sweep_orphans(parent, prefix)
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}-{os.getpid()}-", dir=parent))
+        st = tmp.stat()
+        identity = (st.st_dev, st.st_ino)
+        _LIVE_SCRATCH.add(identity)
     try:
         yield tmp
     finally:
+        with _LIVE_LOCK:
+            _LIVE_SCRATCH.discard(identity)
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_assets.fsutil import atomic_write_text
+from bench_assets.fsutil import atomic_write_text, pid_alive
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -65,16 +65,6 @@ PID_TAG = "bench/pid"
 HOST_TAG = "bench/host"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reconcile_stale_runs(instance: dg.DagsterInstance) -> list[str]:
     """Mark failed the CLI runs whose process is gone (killed, power cut) and free their pool slots.
 
@@ -92,7 +82,7 @@ def reconcile_stale_runs(instance: dg.DagsterInstance) -> list[str]:
         tags = rec.dagster_run.tags
         if tags.get(HOST_TAG) != host or not tags.get(PID_TAG, "").isdigit():
             continue
-        if _alive(int(tags[PID_TAG])):
+        if pid_alive(int(tags[PID_TAG])):
             continue
         run_id = rec.dagster_run.run_id
         instance.report_run_failed(rec.dagster_run, f"process {tags[PID_TAG]} that ran it is gone (killed?); "
@@ -138,7 +128,10 @@ def _errors(result: Any) -> list[str]:
 
 
 def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str | None = None,
-            run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None) -> RunOutcome:
+            run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None,
+            checks_only: bool = False) -> RunOutcome:
+    """Run `job_name` in this process. `checks_only` runs just the asset checks of the job's assets (on what
+    is stored now, materializing nothing): how stored datasets are re-verified."""
     from bench_assets.report.dbt_assets import prepare_manifest
     from bench_assets.terminal_log import terminal_logger_def, verbose
 
@@ -146,7 +139,12 @@ def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str |
     from definitions import defs
 
     # The terminal gets failures without stack traces (the event log keeps them; --verbose prints them).
-    job = defs.resolve_job_def(job_name).with_logger_defs({"bench_terminal": terminal_logger_def()})
+    job = defs.resolve_job_def(job_name)
+    if checks_only:
+        graph = defs.resolve_asset_graph()
+        checks = graph.get_check_keys_for_assets(set(job.asset_layer.selected_asset_keys))
+        job = job.get_subset(asset_selection=set(), asset_check_selection=set(checks))
+    job = job.with_logger_defs({"bench_terminal": terminal_logger_def()})
     reconcile_stale_runs(instance)  # a killed earlier run must not keep the pool slot this run needs
     config = {"loggers": {"bench_terminal": {"config": {"log_level": os.environ.get("BENCH_LOG_LEVEL", "INFO"),
                                                         "verbose": verbose()}}},

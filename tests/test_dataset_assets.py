@@ -78,17 +78,32 @@ def test_bad_partition_fails_alone_and_loses_nothing(instance, bench_home: Path,
     assert _checks(instance, "good")["lock_matches_files"] is True
 
 
-def test_blocking_lock_check_fails_run_when_files_change_after_placement(instance, bench_home, tmp_path) -> None:
+def test_blocking_lock_predicate_blocks_a_version_whose_files_changed_after_placement(instance, bench_home,
+                                                                                     tmp_path) -> None:
     assert _import(instance, "ds", broken("valid_base", tmp_path)).success
-    from bench_assets.rf100vl.store import load_record
+    from bench_assets.rf100vl.store import current_version, load_record
 
     rec = load_record(bench_home / "datasets", "ds")
     ann = rec.path / "train" / "_annotations.coco.json"
     ann.write_text(ann.read_text() + " ")
-    # same content re-imported -> same version already stored -> the check sees the tampered file
+    # same content re-imported -> same version already stored -> the promotion gate sees the tampered file
     outcome = _import(instance, "ds", broken("valid_base", tmp_path / "again"))
     assert not outcome.success
-    assert any("lock_matches_files" in e for e in outcome.errors)
+    assert len(outcome.errors) == 1 and "lock_matches_files: train: annotations_sha256" in outcome.errors[0]
+    assert "BLOCKED" in outcome.errors[0]
+    assert current_version(bench_home / "datasets", "ds") is None  # a blocked version is never current
+
+
+def test_lock_check_on_stored_files_fails_after_tampering(instance, bench_home, tmp_path) -> None:
+    assert _import(instance, "ds", broken("valid_base", tmp_path)).success
+    from bench_assets.rf100vl.store import load_record
+
+    rec = load_record(bench_home / "datasets", "ds")
+    assert execute(instance, DATASET_JOB, partition_key="ds", checks_only=True).success
+    (rec.path / "test" / "extra.png").write_bytes(b"unlisted")
+    outcome = execute(instance, DATASET_JOB, partition_key="ds", checks_only=True)
+    assert not outcome.success
+    assert [e for e in outcome.errors if "lock_matches_files" in e and "no image lists" in e], outcome.errors
     assert _checks(instance, "ds")["lock_matches_files"] is False
 
 
@@ -101,7 +116,7 @@ def test_hygiene_check_catches_planted_id_zero(instance, bench_home: Path, tmp_p
     doc = json.loads(ann.read_text())
     doc["annotations"][0]["id"] = 0
     ann.write_text(json.dumps(doc))
-    outcome = _import(instance, "ds", broken("valid_base", tmp_path / "again"))
+    outcome = execute(instance, DATASET_JOB, partition_key="ds", checks_only=True)  # re-check what is stored
     assert _checks(instance, "ds")["hygiene"] is False
     assert not outcome.success
 

@@ -124,8 +124,10 @@ def prepare_manifest(*, force: bool = False) -> Path:
         if not force and manifest_is_fresh():
             return MANIFEST_PATH
         fingerprint = project_fingerprint()
+        # Every parse holds this lock while its scratch exists: any scratch found now is a killed parse's.
+        for leftover in MANIFEST_PATH.parent.glob(".parse-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
         scratch = MANIFEST_PATH.parent / f".parse-{os.getpid()}"
-        shutil.rmtree(scratch, ignore_errors=True)
         try:
             r = subprocess.run([_dbt_executable(), "parse", "--project-dir", str(DBT_PROJECT_DIR),
                                 "--profiles-dir", str(DBT_PROJECT_DIR)],

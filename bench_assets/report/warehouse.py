@@ -11,13 +11,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_assets.fsutil import fsync_dir
+from bench_assets.fsutil import fsync_dir, pid_alive
 from bench_assets.report.schema import column_drift, create_sql, insert_sql
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.evaluation import predictions_path
@@ -416,14 +417,34 @@ def loader_lock(warehouse: Path, timeout_s: float = 600.0) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def loader_temp_files(warehouse: Path) -> list[tuple[Path, int]]:
+    """The loaders' scratch files beside `warehouse` (`.<name>.<pid>.tmp` and its `.wal`), with the pid of each."""
+    pattern = re.compile(rf"\.{re.escape(warehouse.name)}\.(\d+)\.tmp(\.wal)?")
+    try:
+        names = sorted(os.listdir(warehouse.parent))
+    except FileNotFoundError:
+        return []
+    return [(warehouse.parent / n, int(m.group(1))) for n in names if (m := pattern.fullmatch(n))]
+
+
+def orphaned_loader_temps(warehouse: Path) -> list[Path]:
+    """Scratch files of loaders that died mid-rebuild (killed, disk full): their pid is no live process."""
+    return [p for p, pid in loader_temp_files(warehouse) if pid != os.getpid() and not pid_alive(pid)]
+
+
 def rebuild_warehouse(home: Path, warehouse: Path) -> dict[str, int]:
     """Rebuild every table from the artifacts under `home`; return row counts per table."""
     import duckdb
 
     with loader_lock(warehouse):
+        # A loader killed mid-rebuild leaves a scratch file as big as the warehouse; the lock says none is live.
+        for leftover in orphaned_loader_temps(warehouse):
+            leftover.unlink(missing_ok=True)
         frames = {name: build(home) for name, build in TABLES.items()}
         tmp = warehouse.with_name(f".{warehouse.name}.{os.getpid()}.tmp")
+        wal = tmp.with_name(tmp.name + ".wal")
         tmp.unlink(missing_ok=True)
+        wal.unlink(missing_ok=True)
         try:
             con = duckdb.connect(str(tmp))
             try:
@@ -446,6 +467,7 @@ def rebuild_warehouse(home: Path, warehouse: Path) -> dict[str, int]:
             fsync_dir(warehouse.parent)
         finally:
             tmp.unlink(missing_ok=True)
+            wal.unlink(missing_ok=True)  # left by a failed write (disk full) before the checkpoint
     return {name: len(df) for name, df in frames.items()}
 
 
