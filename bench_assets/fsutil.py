@@ -24,6 +24,33 @@ from pathlib import Path
 from typing import Any
 
 
+class DiskSpaceError(OSError):
+    """Not enough free space for a write; names the path, the space needed and the space free."""
+
+    def __init__(self, path: Path, needed: int | None, free: int):
+        need = f"about {needed / 1e6:,.1f} MB" if needed else "more than is free"
+        super().__init__(28, f"not enough disk space under {path}: this needs {need}, {free / 1e6:,.1f} MB free; "
+                             "free space there or point BENCH_HOME at a larger disk")  # 28: ENOSPC
+
+    def __str__(self) -> str:
+        return str(self.strerror)  # the sentence, without OSError's "[Errno 28]" prefix
+
+
+def free_space(path: Path) -> int:
+    """Free bytes on the file system holding `path` (or its nearest existing parent)."""
+    probe = Path(path)
+    while not probe.exists():
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def ensure_free_space(path: Path, needed: int, margin: int = 16 << 20) -> None:
+    """Refuse, before writing anything, a write of `needed` bytes under `path` that cannot fit."""
+    free = free_space(path)
+    if free < needed + margin:
+        raise DiskSpaceError(path, needed + margin, free)
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

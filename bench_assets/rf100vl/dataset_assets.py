@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from bench_assets.fsutil import DiskSpaceError
 from bench_assets.rf100vl.catalog import BUILTIN_SUITES, DOMAINS, load_catalog, suite_members
 from bench_assets.rf100vl.partitions import dataset_partitions
 from bench_assets.rf100vl.safe_tar import UnsafeArchiveError
@@ -15,7 +16,6 @@ from bench_assets.rf100vl.store import (
     PREVIEW_FILE,
     DatasetBlocked,
     DatasetRecord,
-    DiskSpaceError,
     materialize_dataset,
 )
 from bench_assets.rf100vl.verify import SPLITS, DatasetInvalid

@@ -10,9 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench_assets.rf100vl.lock import sha256_file
+
+if TYPE_CHECKING:
+    from bench_assets.rf100vl.scoring import BothResult
 
 CONF = 0.001
 NMS_IOU = 0.65
@@ -52,6 +55,24 @@ def score_inputs(pred_meta: dict[str, Any], predictions_file: Path, gt_file: Pat
         "kind": "scores", "predictions_fingerprint": pred_meta["fingerprint"],
         "predictions_sha256": sha256_file(predictions_file), "gt_sha256": sha256_file(gt_file),
         "max_det": MAX_DET, "scoring_code_sha256": scoring_code_sha256(),
+    }
+
+
+def score_record(fp: str, inputs: dict[str, Any], dataset: str, model: str, dataset_version: str,
+                 both: BothResult, prediction_inputs: dict[str, Any]) -> dict[str, Any]:
+    """The `<fp>.score.json` document of one partition: the fast headline, the reference metrics and
+    their parity audit, and `warnings`, what was scored but deserves a look (e.g. an empty predictions
+    list, which scores 0.0); the scores asset logs each at WARNING and shows them in its metadata."""
+    head, ref = both.headline, both.reference
+    return {
+        "fingerprint": fp, "inputs": inputs, "dataset": dataset, "model": model,
+        "dataset_version": dataset_version, "split": SPLIT,
+        "metrics": head.metrics, "backend": head.backend,
+        "reference_metrics": ref.metrics, "parity": both.audit.to_dict(),
+        "num_images": head.num_images, "num_gt": head.num_gt, "num_dets": head.num_dets,
+        "seconds": {"fast": head.seconds, "reference": ref.seconds},
+        "warnings": list(head.warnings),
+        "prediction_inputs": prediction_inputs,
     }
 
 

@@ -12,6 +12,8 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from bench_assets.fsutil import ensure_free_space
+
 
 class UnsafeArchiveError(ValueError):
     pass
@@ -60,6 +62,7 @@ def safe_extract(archive: Path, dest: Path) -> ExtractionReport:
                     report.dropped_junk.append(m.name)
                 continue
             keep.append(m)
+        ensure_free_space(dest, sum(m.size for m in keep if m.isfile()))  # refuse before a byte is written
         for m in keep:
             target = dest / m.name
             if m.isdir():

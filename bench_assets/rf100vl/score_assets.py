@@ -14,6 +14,7 @@ from bench_assets.rf100vl.evaluation import (
     fingerprint,
     score_inputs,
     score_path,
+    score_record,
 )
 from bench_assets.rf100vl.partitions import dataset_model_partitions, split_key
 from bench_assets.rf100vl.prediction_assets import predictions
@@ -44,15 +45,7 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
     gt = scoring.load_json_any(gt_file)
     dets = scoring.load_json_any(pred_file)
     both = scoring.score_both(gt, dets, max_det=MAX_DET, source=str(pred_file))
-    rec = {
-        "fingerprint": fp, "inputs": inputs, "dataset": ds_name, "model": model_key,
-        "dataset_version": record.version, "split": SPLIT,
-        "metrics": both.headline.metrics, "backend": both.headline.backend,
-        "reference_metrics": both.reference.metrics, "parity": both.audit.to_dict(),
-        "num_images": both.headline.num_images, "num_gt": both.headline.num_gt, "num_dets": both.headline.num_dets,
-        "seconds": {"fast": both.headline.seconds, "reference": both.reference.seconds},
-        "prediction_inputs": pred_meta["inputs"],
-    }
+    rec = score_record(fp, inputs, ds_name, model_key, record.version, both, pred_meta["inputs"])
     atomic_write_json(out, rec)
     atomic_write_text(current_score_pointer(home_path, model_key, ds_name), fp)
     return rec, True
@@ -74,6 +67,9 @@ def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchH
             scoring.InputUnreadable) as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     m = rec["metrics"]
+    warnings = rec.get("warnings", [])  # absent from records written before warnings existed
+    for warning in warnings:
+        context.log.warning(warning)
     if rec["parity"]["differing"]:
         context.log.error(f"fast and reference backends disagree: {rec['parity']}")
     meta_out = {k: dg.MetadataValue.float(float(v)) for k, v in m.items() if v is not None}
@@ -85,5 +81,6 @@ def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchH
         "undefined_metrics": dg.MetadataValue.json([k for k, v in m.items() if v is None]),
         "images": dg.MetadataValue.int(rec["num_images"]),
         "detections": dg.MetadataValue.int(rec["num_dets"]),
+        "warnings": dg.MetadataValue.json(warnings),
     })
     return dg.MaterializeResult(metadata=meta_out, data_version=dg.DataVersion(rec["fingerprint"][:16]))

@@ -5,7 +5,9 @@ backend is imported when scoring starts. No Dagster, torch or pandas, so `bench`
 before importing anything heavy. Also runnable as `python -m bench_assets.rf100vl.score_cli`.
 
 Exit codes: 0 scored, 1 invalid input (missing file, bad JSON, invalid ground truth or predictions,
-undefined headline; the reason goes to stderr), 2 bad usage.
+undefined headline; the reason goes to stderr as a `bench score:` line, never a traceback), 2 bad usage.
+A file scored with a warning (an empty predictions list scores 0.0) exits 0, prints each warning on
+stderr as `bench score: warning: ...` and lists them under `warnings` in the JSON.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _result_json(r: scoring.ScoreResult) -> dict[str, Any]:
     return {"backend": r.backend, "max_det": r.max_det, "num_images": r.num_images, "num_gt": r.num_gt,
-            "num_dets": r.num_dets, "metrics": r.metrics, "seconds": {k: round(v, 4) for k, v in r.seconds.items()}}
+            "num_dets": r.num_dets, "metrics": r.metrics, "seconds": {k: round(v, 4) for k, v in r.seconds.items()},
+            "warnings": list(r.warnings)}
 
 
 def _fail(msg: str) -> int:
@@ -72,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         gt = scoring.PreparedGT.build(gt, source=str(args.gt))
         if args.backend == "both":
             both = scoring.score_both(gt, dets, max_det=args.max_det, source=str(args.predictions))
-            out = _result_json(both.headline)
+            res = both.headline
+            out = _result_json(res)
             out["backend"] = "both"
             out["headline_backend"] = "fast"
             out["reference"] = _result_json(both.reference)
@@ -82,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = _result_json(res)
     except (scoring.GroundTruthInvalid, scoring.PredictionsInvalid, scoring.ScoreUndefined) as e:
         return _fail(str(e))
+    for warning in res.warnings:
+        print(f"bench score: warning: {warning}", file=sys.stderr)
     out["gt_path"] = str(args.gt)
     out["predictions_path"] = str(args.predictions)
     print(json.dumps(out, indent=2))

@@ -33,6 +33,11 @@ The maxDets cap of COCOeval applies per image per category; the platform's proto
 at most `max_det` detections per image in total (`validate_predictions` rejects more), so the cap
 never truncates a valid file.
 
+Detections are read as strictly as COCO writes them (`_check_predictions`, the one validation every
+path goes through): image_id and category_id are JSON integers, bbox and score finite JSON numbers;
+nothing is converted (a string "3", a float 3.0 or a boolean is refused, naming the item, the value
+and the fix). An empty list is valid and scores 0.0, with a warning in `ScoreResult.warnings`.
+
 Ground truth with annotation id 0 is rejected (`GroundTruthInvalid`): both backends use the id as
 the match marker where 0 means "unmatched", so such a box could never count as found. Canonical
 datasets are renumbered from 1 by `verify.py`.
@@ -88,6 +93,9 @@ class _InputProblems(ValueError):
     def __init__(self, source: str, problems: list[str]):
         self.source = source
         self.problems = problems
+        if len(problems) == 1:  # one line, as `bench score` prints it
+            super().__init__(f"{source}: invalid {self.what}: {problems[0]}")
+            return
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"{source}: invalid {self.what} ({len(problems)} problem(s)):\n{lines}")
 
@@ -125,6 +133,7 @@ class ScoreResult:
     num_gt: int
     num_dets: int
     seconds: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # scored, but worth a look (an empty predictions list)
 
     @property
     def headline(self) -> float:
@@ -179,6 +188,9 @@ def load_json_any(path: str | Path) -> Any:
         return _loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputUnreadable(f"{path}: not valid JSON ({e})") from e
+    except RecursionError:
+        raise InputUnreadable(f"{path}: JSON nested too deeply to read; a detections file is a flat array of "
+                              "objects") from None
 
 
 def _loads(raw: bytes) -> Any:
@@ -227,13 +239,6 @@ def _bbox_array(boxes: list[Any]) -> tuple[np.ndarray, list[int]]:
     return arr, bad
 
 
-def _bad_ids(values: list[Any], known: set[int]) -> list[int]:
-    """Indices of values that are not integers in `known` (bool, float, str ids are wrong even if equal)."""
-    if set(map(type, values)) <= {int} and set(values) <= known:
-        return []
-    return [i for i, v in enumerate(values) if type(v) is not int or v not in known]
-
-
 def _check_max_det(max_det: Any) -> None:
     if type(max_det) is not int or max_det < 1:
         raise ValueError(f"max_det must be a positive integer, got {max_det!r}")
@@ -247,29 +252,103 @@ def _gt_index(gt: dict[str, Any]) -> tuple[set[int], set[int]]:
     return image_ids, cat_ids
 
 
+def _json_text(v: Any, limit: int = 60) -> str:
+    """`v` as the file spells it (Python's json writes NaN/Infinity tokens), cut to `limit` characters."""
+    try:
+        text = json.dumps(v, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(v)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+_KINDS = {str: "a string", float: "a float", bool: "a boolean", list: "an array", dict: "an object"}
+
+
+def _kind_name(v: Any) -> str:
+    return "null" if v is None else _KINDS.get(type(v), type(v).__name__)
+
+
+def _kind(v: Any) -> str:
+    """What a JSON value is, in the file's terms: `"12" is a string`, `3.0 is a float`, `NaN is not finite`."""
+    if v is None:
+        return "null (no value)"
+    if type(v) is float and not math.isfinite(v):
+        return f"{_json_text(v)} is not finite"
+    return f"{_json_text(v)} is {_kind_name(v)}"
+
+
+def _type_problem(found: list[tuple[str, str]], count: int, n: int, fix: str) -> str:
+    """`[17].image_id: "12" is a string; fix: ...`; with the count and further examples when several.
+    `found` holds (where, what is wrong there) for the first offenders in file order, `count` all of them."""
+    where, what = found[0]
+    msg = f"{where}: {what}"
+    if count > 1:
+        also = "; ".join(f"{w}: {x}" for w, x in found[1:_EXAMPLES])
+        more = count - min(len(found), _EXAMPLES)
+        msg += f" ({count} of {n} detections in all; also {also}{f'; +{more} more' if more else ''})"
+    return f"{msg}; fix: {fix}"
+
+
+def _non_int(values: list[Any]) -> list[int]:
+    """Indices of values that are not JSON integers (strings such as "3", floats such as 3.0, booleans)."""
+    if set(map(type, values)) <= {int}:
+        return []
+    return [i for i, v in enumerate(values) if type(v) is not int]
+
+
+def _unknown_ids(values: list[Any], known: set[int], skip: list[int]) -> list[int]:
+    """Indices of integer values absent from `known` (`skip`: indices already refused as non-integers)."""
+    if not skip and set(values) <= known:
+        return []
+    skipped = set(skip)
+    return [i for i, v in enumerate(values) if i not in skipped and v not in known]
+
+
+def _box_fault(b: Any) -> tuple[str, str]:
+    """(where inside the bbox, what is wrong) for a bbox that is not 4 finite JSON numbers."""
+    if type(b) is not list:
+        return "", f"{_kind(b)}, not an array of 4 numbers"
+    if len(b) != 4:
+        return "", f"{_json_text(b)} has {len(b)} elements, not 4"
+    for k, v in enumerate(b):
+        if type(v) not in _NUMBER:
+            return f"[{k}]", f"{_kind(v)}, not a JSON number"
+        if not math.isfinite(v):
+            return f"[{k}]", _kind(v)
+    return "", f"{_json_text(b)} is not 4 finite numbers"  # not reached for a box the caller refused
+
+
 @dataclass(frozen=True)
 class _DetArrays:
-    """Validated detections as arrays, in file order."""
+    """Validated detections as arrays, in file order, and what scoring them must warn about."""
 
     image_id: np.ndarray  # int64 [n]
     category_id: np.ndarray  # int64 [n]
     score: np.ndarray  # float64 [n]
     bbox: np.ndarray  # float64 [n, 4] xywh
+    warnings: tuple[str, ...] = ()
 
     @classmethod
-    def empty(cls) -> _DetArrays:
-        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 4)))
+    def empty(cls, warnings: tuple[str, ...] = ()) -> _DetArrays:
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 4)), warnings)
+
+
+def empty_predictions_warning(source: str, num_images: int) -> str:
+    return (f"{source}: the predictions list is empty, so every metric is 0.0 on the {num_images} image(s); "
+            "if the model should have found objects, check the prediction step's log and its output file")
 
 
 def validate_predictions(gt: dict[str, Any], dets: list[dict[str, Any]], max_det: int, *,
                          source: str = "predictions") -> list[dict[str, Any]]:
     """Check a COCO detections list against the ground truth and the protocol; return it unchanged.
 
-    Raises `PredictionsInvalid` listing every problem (count, first examples by list index, fix):
-    not a list of objects, missing keys, image ids or category ids absent from the ground truth,
-    non-numeric / NaN / inf / out-of-[0, 1] scores, malformed boxes (not 4 finite numbers) or
-    negative width/height, more than `max_det` detections on one image. Zero-size boxes are valid
-    (they never match). An empty list is valid (every AP is 0).
+    Raises `PredictionsInvalid` listing every problem (where, the offending value, count, first
+    examples by list index, fix): not a list of objects, missing keys, image_id / category_id that
+    are not JSON integers (strings such as "3", floats such as 3.0 and booleans are refused, never
+    converted) or are absent from the ground truth, scores that are not JSON numbers or not finite
+    in [0, 1], boxes that are not 4 finite JSON numbers (strings, booleans, null, NaN, Infinity) or
+    have a negative width/height, more than `max_det` detections on one image. Zero-size boxes are
+    valid (they never match). An empty list is valid (every AP is 0); scoring it carries a warning.
     """
     image_ids, cat_ids = _gt_index(gt)
     _check_predictions(image_ids, cat_ids, dets, max_det, source)
@@ -278,18 +357,23 @@ def validate_predictions(gt: dict[str, Any], dets: list[dict[str, Any]], max_det
 
 def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_det: int, source: str
                        ) -> _DetArrays:
+    """The one validation of a detections list, which every scoring path goes through: the arrays to
+    score (with `warnings`, e.g. for an empty list), or `PredictionsInvalid`. Each field is checked
+    in one pass of `type` over its values (vectorised with numpy where numbers are expected); the
+    per-item messages are built only when something is wrong."""
     _check_max_det(max_det)
     if not isinstance(dets, list):
         raise PredictionsInvalid(source, [
-            f"top level is a JSON {type(dets).__name__}, not an array of detections; fix: write a COCO results "
+            f"top level is {_kind_name(dets)}, not an array of detections; fix: write a COCO results "
             "list [{image_id, category_id, bbox: [x, y, w, h], score}, ...]"])
     if not dets:
-        return _DetArrays.empty()
+        return _DetArrays.empty((empty_predictions_warning(source, len(image_ids)),))
+    n = len(dets)
     problems: list[str] = []
     if not set(map(type, dets)) <= {dict}:
         not_obj = [i for i, d in enumerate(dets) if type(d) is not dict]
         raise PredictionsInvalid(source, [
-            f"{len(not_obj)} of {len(dets)} entries are not JSON objects (indices {_fmt_examples(not_obj)}); "
+            f"{len(not_obj)} of {n} entries are not JSON objects (indices {_fmt_examples(not_obj)}); "
             "fix: each detection is {image_id, category_id, bbox, score}"])
     try:
         img = list(map(itemgetter("image_id"), dets))
@@ -300,62 +384,74 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
         incomplete = [i for i, d in enumerate(dets) if not _REQUIRED_DET_KEYS <= d.keys()]
         examples = [f"[{i}] missing {sorted(_REQUIRED_DET_KEYS - dets[i].keys())}" for i in incomplete]
         raise PredictionsInvalid(source, [
-            f"{len(incomplete)} of {len(dets)} detections lack required keys: {_fmt_examples(examples)}; "
+            f"{len(incomplete)} of {n} detections lack required keys: {_fmt_examples(examples)}; "
             "fix: every detection needs image_id, category_id, bbox and score"]) from None
 
-    bad_img = _bad_ids(img, image_ids)
+    not_int_img = _non_int(img)
+    if not_int_img:
+        problems.append(_type_problem(
+            [(f"[{i}].image_id", _kind(img[i])) for i in not_int_img[:_EXAMPLES]], len(not_int_img), n,
+            "write image ids as JSON integers matching the ground truth's images[].id"))
+    bad_img = _unknown_ids(img, image_ids, not_int_img)
     if bad_img:
-        unknown = sorted({repr(img[i]) for i in bad_img})
+        unknown = sorted({img[i] for i in bad_img})
         problems.append(
-            f"image_id: {len(bad_img)} detections name {len(unknown)} image id(s) that are not integer ids of the "
-            f"ground truth's images: {_fmt_examples(unknown)} (first at indices {_fmt_examples(bad_img)}); fix: "
-            "predict on the ground truth's split and copy its images[].id")
-    bad_cat = _bad_ids(cat, cat_ids)
+            f"image_id: {len(bad_img)} detections name {len(unknown)} image id(s) absent from the ground truth's "
+            f"images: {_fmt_examples(unknown)} (first at indices {_fmt_examples(bad_img)}); fix: predict on the "
+            "ground truth's split and copy its images[].id")
+    not_int_cat = _non_int(cat)
+    if not_int_cat:
+        problems.append(_type_problem(
+            [(f"[{i}].category_id", _kind(cat[i])) for i in not_int_cat[:_EXAMPLES]], len(not_int_cat), n,
+            f"write category ids as JSON integers from the ground truth's categories[].id {sorted(cat_ids)}"))
+    bad_cat = _unknown_ids(cat, cat_ids, not_int_cat)
     if bad_cat:
-        unknown = sorted({repr(cat[i]) for i in bad_cat})
+        unknown = sorted({cat[i] for i in bad_cat})
         problems.append(
             f"category_id: {len(bad_cat)} detections name {len(unknown)} category id(s) absent from the ground "
             f"truth's categories {sorted(cat_ids)}: {_fmt_examples(unknown)} (first at indices "
             f"{_fmt_examples(bad_cat)}); fix: map model classes to the canonical (contiguous from 0) category ids")
 
+    score_fix = "write the post-sigmoid confidence as a JSON number in [0, 1]"
     score_arr = np.zeros(0)
     if set(map(type, scores)) <= set(_NUMBER):
         score_arr = np.asarray(scores, dtype=np.float64)
-        bad_mask = ~(np.isfinite(score_arr) & (score_arr >= 0.0) & (score_arr <= 1.0))
-        bad_score = np.flatnonzero(bad_mask).tolist()
+        bad_score = np.flatnonzero(~(np.isfinite(score_arr) & (score_arr >= 0.0) & (score_arr <= 1.0))).tolist()
     else:
-        bad_score = [i for i, v in enumerate(scores)
-                     if not (_is_number(v) and math.isfinite(v) and 0.0 <= v <= 1.0)]
+        not_num = [i for i, v in enumerate(scores) if not _is_number(v)]
+        problems.append(_type_problem(
+            [(f"[{i}].score", f"{_kind(scores[i])}, not a JSON number") for i in not_num[:_EXAMPLES]],
+            len(not_num), n, score_fix))
+        bad_score = [i for i, v in enumerate(scores) if _is_number(v) and not (math.isfinite(v) and 0.0 <= v <= 1.0)]
     if bad_score:
-        examples = [f"[{i}] {scores[i]!r}" for i in bad_score]
-        problems.append(
-            f"score: {len(bad_score)} detections have a score that is not a finite number in [0, 1]: "
-            f"{_fmt_examples(examples)}; fix: write the post-sigmoid confidence as a JSON number in [0, 1]")
+        examples = [f"[{i}] {_json_text(scores[i])}" for i in bad_score]
+        problems.append(f"score: {len(bad_score)} detections have a score that is not a finite number in [0, 1]: "
+                        f"{_fmt_examples(examples)}; fix: {score_fix}")
 
-    arr, malformed = _bbox_array(boxes)
-    nonfinite = np.flatnonzero(~np.isfinite(arr).all(axis=1)).tolist()
-    malformed = sorted(set(malformed) | set(nonfinite))
-    if malformed:
-        examples = [f"[{i}] {boxes[i]!r}" for i in malformed]
-        problems.append(
-            f"bbox: {len(malformed)} detections have a malformed box (not a list of 4 finite numbers): "
-            f"{_fmt_examples(examples)}; fix: write bbox as [x, y, width, height] in pixels")
+    arr, _ = _bbox_array(boxes)  # NaN rows where a box is not a list of 4 JSON numbers (str, bool, null)
+    finite = np.isfinite(arr).all(axis=1)
+    bad_box = np.flatnonzero(~finite).tolist()
+    if bad_box:
+        faults = [(i, *_box_fault(boxes[i])) for i in bad_box[:_EXAMPLES]]
+        problems.append(_type_problem(
+            [(f"[{i}].bbox{inside}", what) for i, inside, what in faults], len(bad_box), n,
+            "write bbox as [x, y, width, height], 4 finite JSON numbers in pixels"))
     with np.errstate(invalid="ignore"):
-        negative = np.flatnonzero((arr[:, 2] < 0) | (arr[:, 3] < 0)).tolist()
+        negative = np.flatnonzero(((arr[:, 2] < 0) | (arr[:, 3] < 0)) & finite).tolist()  # -Infinity: above
     if negative:
-        examples = [f"[{i}] {boxes[i]!r}" for i in negative]
+        examples = [f"[{i}] {_json_text(boxes[i])}" for i in negative]
         problems.append(
             f"bbox: {len(negative)} detections have a negative width or height: {_fmt_examples(examples)}; "
             "fix: bbox is [x, y, width, height] (COCO xywh), not [x1, y1, x2, y2]")
 
-    per_image = Counter(img)
-    over = sorted(((n, i) for i, n in per_image.items() if n > max_det), key=lambda t: (-t[0], repr(t[1])))
-    if over:
-        examples = [f"image {i}: {n}" for n, i in over]
-        problems.append(
-            f"the file violates the protocol: {len(over)} image(s) carry more than max_det={max_det} detections "
-            f"(most first: {_fmt_examples(examples)}); fix: keep at most the {max_det} highest-scoring "
-            "detections per image (all classes together) when writing predictions")
+    if not not_int_img:  # counting per image needs the ids to be integers
+        over = sorted(((k, i) for i, k in Counter(img).items() if k > max_det), key=lambda t: (-t[0], t[1]))
+        if over:
+            examples = [f"image {i}: {k}" for k, i in over]
+            problems.append(
+                f"the file violates the protocol: {len(over)} image(s) carry more than max_det={max_det} "
+                f"detections (most first: {_fmt_examples(examples)}); fix: keep at most the {max_det} "
+                "highest-scoring detections per image (all classes together) when writing predictions")
     if problems:
         raise PredictionsInvalid(source, problems)
     return _DetArrays(np.asarray(img, dtype=np.int64), np.asarray(cat, dtype=np.int64), score_arr, arr)
@@ -692,7 +788,8 @@ def score(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], *, backen
     validation and fast index) with one backend, at `max_det` detections per image.
 
     Neither argument is modified. Raises `GroundTruthInvalid` / `PredictionsInvalid` for inputs that
-    cannot be scored, `ScoreUndefined` when the headline is undefined. `seconds` holds validate
+    cannot be scored, `ScoreUndefined` when the headline is undefined; `warnings` names what was
+    scored but deserves a look (an empty detections list scores 0.0). `seconds` holds validate
     (both inputs, as arrays), load (the backend's GT/DT objects), evaluate, accumulate, summarize
     (reading the 13 metrics) and total.
     """
@@ -723,7 +820,7 @@ def _evaluate(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArra
             f"{HEADLINE} is undefined: the ground truth has no box in any category "
             f"({len(prepared.image_ids)} images, {prepared.num_gt} annotations); nothing to score against")
     return ScoreResult(metrics=metrics, backend=backend, max_det=max_det, num_images=len(prepared.image_ids),
-                       num_gt=prepared.num_gt, num_dets=len(dets), seconds=seconds)
+                       num_gt=prepared.num_gt, num_dets=len(dets), seconds=seconds, warnings=list(arrays.warnings))
 
 
 def parity(a: ScoreResult, b: ScoreResult, tol: float = 1e-6) -> ParityAudit:

@@ -17,16 +17,23 @@ import errno
 import json
 import os
 import shutil
-import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_assets.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text, place_dir, staging_dir
+from bench_assets.fsutil import (
+    DiskSpaceError,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    ensure_free_space,
+    free_space,
+    place_dir,
+    staging_dir,
+)
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.lock import LOCK_FILE, build_lock
-from bench_assets.rf100vl.preflight import free_bytes
 from bench_assets.rf100vl.preview import sample_grid
 from bench_assets.rf100vl.sources import SourceSpec, fetch
 from bench_assets.rf100vl.verify import (
@@ -44,7 +51,6 @@ MANIFEST_FILE = "dataset.json"
 PREVIEW_FILE = "preview.jpg"
 CURRENT_FILE = "CURRENT"
 BLOCKED_SUFFIX = ".blocked.json"
-SPACE_MARGIN_BYTES = 16 << 20  # the lock, manifest, preview and file-system slack on top of the data
 
 
 class DatasetBlocked(RuntimeError):
@@ -57,16 +63,6 @@ class DatasetBlocked(RuntimeError):
             f"dataset {name}: version {version} is BLOCKED and was not made current ({kept}):\n"
             + "\n".join(f"  - {p}" for p in problems)
             + f"\n  it stays on disk at {path} (listed as blocked by `bench datasets list`); campaigns never use it")
-
-
-class DiskSpaceError(OSError):
-    """Not enough free space for an import; names the path, the space needed and the space free."""
-
-    def __init__(self, path: Path, needed: int | None, free: int):
-        need = f"about {needed / 1e6:,.1f} MB" if needed else "more space"
-        super().__init__(errno.ENOSPC, f"not enough disk space under {path}: the import needs {need}, "
-                                       f"{free / 1e6:,.1f} MB free; free space there or point BENCH_HOME at a "
-                                       "larger disk")
 
 
 @dataclass
@@ -165,27 +161,11 @@ def _write_canonical(verified: VerifiedDataset, out: Path, move: bool) -> None:
         atomic_write_bytes(out / split / ANNOTATIONS_FILE, json.dumps(doc, separators=(",", ":")).encode())
 
 
-def source_bytes(spec: SourceSpec) -> int | None:
-    """Bytes a local source unpacks to (None when unknown before fetching: hf, rf100vl, mini)."""
-    if spec.kind != "local" or not spec.path:
+def folder_bytes(spec: SourceSpec) -> int | None:
+    """Bytes a local folder source will be copied as (a tar checks its own size as it extracts)."""
+    if spec.kind != "local" or not spec.path or not Path(spec.path).is_dir():
         return None
-    path = Path(spec.path)
-    if path.is_dir():
-        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
-    try:
-        with tarfile.open(path, "r:*") as tar:
-            return sum(m.size for m in tar.getmembers() if m.isfile())
-    except (tarfile.TarError, OSError):
-        return None  # safe_extract reports an unreadable archive with its own message
-
-
-def ensure_space(home: Path, needed: int | None) -> None:
-    """Refuse an import that cannot fit before writing anything (the disk-full message names the numbers)."""
-    if needed is None:
-        return
-    free = free_bytes(home)
-    if free < needed + SPACE_MARGIN_BYTES:
-        raise DiskSpaceError(home, needed + SPACE_MARGIN_BYTES, free)
+    return sum(f.stat().st_size for f in Path(spec.path).rglob("*") if f.is_file() and not f.is_symlink())
 
 
 def _manifest(name: str, spec: SourceSpec, verified: VerifiedDataset, lock: dict[str, Any],
@@ -210,9 +190,10 @@ def _place(home: Path, name: str, spec: SourceSpec, hf_cache: Path, log: Callabl
            deep: bool) -> tuple[str, bool]:
     """Fetch, verify, normalise and place one version (not promoted); return (version, newly created)."""
     datasets_dir = home / "datasets"
-    needed: int | None = source_bytes(spec)
+    needed: int | None = folder_bytes(spec)
     try:
-        ensure_space(home, needed)  # a tar extracts once into staging, then moves; a folder is copied once
+        if needed is not None:
+            ensure_free_space(home, needed)  # a folder is copied once (a tar checks before it extracts)
         with staging_dir(home / "staging", name) as stage:
             log(f"fetching {name} from {spec.describe()['kind']} source")
             fetched = fetch(spec, name, stage, hf_cache)
@@ -233,7 +214,7 @@ def _place(home: Path, name: str, spec: SourceSpec, hf_cache: Path, log: Callabl
                     created = place_dir(out, final)
     except OSError as exc:
         if exc.errno == errno.ENOSPC and not isinstance(exc, DiskSpaceError):
-            raise DiskSpaceError(home, needed, free_bytes(home)) from None
+            raise DiskSpaceError(home, needed, free_space(home)) from None
         raise
     return lock["version"], created
 
