@@ -470,7 +470,8 @@ def readme() -> str:
         "",
     ]
     lines += [f"- `{name}`: {text}" for name, text in CASES.items()]
-    lines += ["", "## links/", "", "Cases with symbolic links (copy them with `shutil.copytree(..., symlinks=True)`).", ""]
+    lines += ["", "## links/", "",
+              "Cases with symbolic links (copy them with `shutil.copytree(..., symlinks=True)`).", ""]
     lines += [f"- `{name}`: {text}" for name, text in LINK_CASES.items()]
     lines += ["", "## tars/", ""]
     lines += [f"- `{name}`: {text}" for name, text in TAR_CASES.items()]
