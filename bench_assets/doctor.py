@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench_assets.fsutil import is_scratch_name, path_age_s, pid_alive, remove_path, scratch_orphaned, scratch_pid
+from bench_assets.fsutil import (
+    human_bytes,
+    is_scratch_name,
+    path_age_s,
+    pid_alive,
+    remove_path,
+    scratch_orphaned,
+    scratch_pid,
+)
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -49,18 +57,9 @@ class Finding:
     path: Path | None = None
 
     def line(self) -> str:
-        size = f" ({_human(self.size_bytes)})" if self.size_bytes is not None else ""
+        size = f" ({human_bytes(self.size_bytes)})" if self.size_bytes is not None else ""
         later = f" (not now: {self.deferred})" if self.deferred else ""
         return f"{self.kind} {self.where}{size}: {self.what} -> fix: {self.fix}{later}"
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
 
 
 def _tree_bytes(path: Path) -> int:
@@ -236,7 +235,7 @@ def _apply(home: Path, instance: dg.DagsterInstance, findings: list[Finding]) ->
                 done.append(f"left {f.where}: {f.deferred}")
             elif f.path.exists() and _temp_reason(home, f.path, f.path.is_dir() and not f.path.is_symlink()):
                 remove_path(f.path)
-                size = f" ({_human(f.size_bytes)})" if f.size_bytes is not None else ""
+                size = f" ({human_bytes(f.size_bytes)})" if f.size_bytes is not None else ""
                 done.append(f"removed {f.where}{size}")
     return done
 

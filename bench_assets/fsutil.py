@@ -36,6 +36,15 @@ class DiskSpaceError(OSError):
         return str(self.strerror)  # the sentence, without OSError's "[Errno 28]" prefix
 
 
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
 def free_space(path: Path) -> int:
     """Free bytes on the file system holding `path` (or its nearest existing parent)."""
     probe = Path(path)

@@ -80,7 +80,7 @@ def test_doctor_finds_and_fixes_a_dead_run_a_stuck_slot_and_orphaned_temps(
         code, lines = _doctor(bench_home, fix=False)
         assert code == 1
         assert any(dead_run in line and f"process {gone}" in line and "gpu" in line for line in lines), lines
-        assert any(f".tmp-version-{gone}-abcdefgh" in line and "KB" in line for line in lines), lines
+        assert any(f".tmp-version-{gone}-abcdefgh" in line and "KiB" in line for line in lines), lines
         assert all(p.exists() for p in orphans)  # diagnosing changes nothing
         assert instance.get_run_by_id(dead_run).status == dg.DagsterRunStatus.STARTED
         assert _claimed(instance, "duckdb_writer") == {ended_run} and _claimed(instance, "gpu") == {dead_run}

@@ -32,6 +32,7 @@ EXPECTED = {
     "bbox_string": ("train", "annotations[].bbox", "['4', '4', '16', '16']"),
     "image_id_string": ("train", "images[].id", "not JSON integers (str), first: ['1']"),
     "image_id_float": ("train", "annotations[].image_id", "not JSON integers (float), first: [1.0]"),
+    "image_bomb": ("train", "image", "declares an implausibly large image"),
 }
 LINK_EXPECTED = {
     "dir_symlink": ("train", "images[].file_name", "is in a subdirectory"),

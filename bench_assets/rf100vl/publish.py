@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bench_assets.fsutil import human_bytes
 from bench_assets.rf100vl.hf_source import _configure_hub, _resolve_endpoint
 from bench_assets.rf100vl.sources import redact
 
@@ -206,15 +207,6 @@ def _require_file(path: Path, fix: str) -> Path:
     if not path.is_file():
         raise PlanError(f"missing {path}; {fix}")
     return path
-
-
-def human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
 
 
 # -- the plan ---------------------------------------------------------------------------------------

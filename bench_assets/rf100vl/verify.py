@@ -220,6 +220,8 @@ def _check_image(path: Path, deep: bool) -> tuple[int, int] | str:
             fmt = im.format
             if deep or fmt not in ("JPEG", "PNG"):
                 im.load()
+    except Image.DecompressionBombError as exc:  # a tiny file declaring billions of pixels
+        return f"declares an implausibly large image, refused unread ({exc})"
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         return f"not a readable image ({exc.__class__.__name__}: {exc})"
     if _image_is_truncated(path, fmt):

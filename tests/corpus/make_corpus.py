@@ -17,7 +17,9 @@ import copy
 import io
 import json
 import shutil
+import struct
 import tarfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,7 @@ CASES: dict[str, str] = {
     "bbox_string": "a train bbox written as strings [\"4\", \"4\", \"16\", \"16\"]",
     "image_id_string": "a train image id written as the string \"1\" (its boxes keep the integer 1)",
     "image_id_float": "a train annotation image_id written as the float 1.0",
+    "image_bomb": "a 70-byte train PNG declaring 20000x20000 pixels (a decompression bomb), JSON size to match",
 }
 
 # Cases that need symbolic links (written by os.symlink; git stores them as links).
@@ -346,6 +349,24 @@ def image_id_float(files: Files) -> Files:
     return edit_coco(files, "train", edit)
 
 
+BOMB_SIDE = 20_000
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A valid PNG structure (IHDR, empty IDAT, IEND) that declares `width` x `height` pixels."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+
+
+def image_bomb(files: Files) -> Files:
+    out = edit_coco(files, "train", lambda coco: coco["images"][0].update(width=BOMB_SIDE, height=BOMB_SIDE))
+    out[f"train/{image_file_name('train', 0)}"] = _png_header_only(BOMB_SIDE, BOMB_SIDE)
+    return out
+
+
 DEFECTS: dict[str, Callable[[Files], Files]] = {
     "valid_base": dict,
     "bad_json": bad_json,
@@ -369,6 +390,7 @@ DEFECTS: dict[str, Callable[[Files], Files]] = {
     "bbox_string": bbox_string,
     "image_id_string": image_id_string,
     "image_id_float": image_id_float,
+    "image_bomb": image_bomb,
 }
 
 Links = dict[str, str]  # posix path of the link -> its (relative) target
