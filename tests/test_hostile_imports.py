@@ -253,3 +253,15 @@ def test_tampered_current_version_is_blocked_at_the_next_import(instance, bench_
     outcome = _import(instance, "ds", _case("valid_base", tmp_path / "b"))
     assert not outcome.success and "no image lists" in outcome.errors[0]
     assert current_version(bench_home / "datasets", "ds") is None
+
+
+def test_inbox_sensor_evaluation_warns_about_a_refused_entry(instance, bench_home: Path,
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    entry = bench_home / "inbox" / "bad name!"
+    entry.mkdir(parents=True)
+    _aged(entry)
+    result = inbox_sensor(dg.build_sensor_context(instance=instance, resources={"home": BenchHome()}))
+    assert not result.run_requests
+    err = capfd.readouterr().err
+    assert "WARNING - refused bad name!" in err and "is not a valid dataset name" in err
+    assert refusal_marker(entry).exists()
