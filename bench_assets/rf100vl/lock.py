@@ -65,13 +65,15 @@ def build_lock(dataset: str, root: Path, source: dict[str, Any], source_version:
     }
 
 
-def listing_mismatches(split_dir: Path) -> list[str]:
+def listing_mismatches(split_dir: Path, doc: dict[str, Any] | None = None) -> list[str]:
     """How the image files of a canonical split differ from the images its annotation file lists.
 
     The canonical form holds exactly the listed images beside `_annotations.coco.json`: a listed image
     that is absent, or a file nobody lists, means the version is not what its lock describes.
+    Pass `doc` when the annotation file is already parsed.
     """
-    listed = {str(i.get("file_name")) for i in json.loads((split_dir / ANNOTATIONS_FILE).read_bytes())["images"]}
+    doc = doc if doc is not None else json.loads((split_dir / ANNOTATIONS_FILE).read_bytes())
+    listed = {str(i.get("file_name")) for i in doc["images"]}
     present = {f.name for f in split_dir.iterdir() if f.name != ANNOTATIONS_FILE}
     out = []
     if missing := sorted(listed - present):
@@ -92,8 +94,9 @@ def lock_mismatches(root: Path, lock: dict[str, Any]) -> list[str]:
             out.append(f"{split}: not in the lock")
             continue
         try:
-            actual = split_facts(root / split)
-            out += listing_mismatches(root / split)
+            doc = json.loads((root / split / ANNOTATIONS_FILE).read_bytes())  # parsed once for both
+            actual = split_facts(root / split, [i["id"] for i in doc["images"]])
+            out += listing_mismatches(root / split, doc)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             out.append(f"{split}: cannot read ({exc.__class__.__name__}: {exc})")
             continue

@@ -132,28 +132,28 @@ def iter_versions(datasets_dir: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _contained_pair(verified: VerifiedDataset, out: Path, split: str, file_name: str) -> tuple[Path, Path]:
-    """(source, destination) of one image, both proven to lie directly in their split folders.
+def _contained_pair(src_dir: Path, dst_dir: Path, split: str, file_name: str) -> tuple[Path, Path]:
+    """(source, destination) of one image, both proven to lie directly in their (resolved) split folders.
 
-    Verification already refused unsafe names; this second gate resolves every path right before
-    the copy, so nothing can ever be read from or written to outside the two split folders.
+    Verification already refused unsafe names; this second gate re-checks right before the copy, so
+    nothing can be read from outside the source split or written outside the new version's split: the
+    name is a bare file name, the source is not a link, and the destination does not exist yet.
     """
-    src_dir, dst_dir = (verified.root / split).resolve(), (out / split).resolve()
-    src, dst = verified.root / split / file_name, out / split / file_name
-    if (file_name_problem(file_name) is not None or src.is_symlink() or src.resolve().parent != src_dir
-            or dst.resolve().parent != dst_dir):
-        raise DatasetInvalid(verified.root, [Problem(split, ANNOTATIONS_FILE, "images[].file_name",
-                                                     f"{file_name!r} resolves outside the split folder",
-                                                     FILE_NAME_FIX)])
+    src, dst = src_dir / file_name, dst_dir / file_name
+    if file_name_problem(file_name) is not None or src.is_symlink() or dst.exists() or dst.parent != dst_dir:
+        raise DatasetInvalid(src_dir.parent, [Problem(split, ANNOTATIONS_FILE, "images[].file_name",
+                                                      f"{file_name!r} does not lie directly in the split folder "
+                                                      "(or is listed twice)", FILE_NAME_FIX)])
     return src, dst
 
 
 def _write_canonical(verified: VerifiedDataset, out: Path, move: bool) -> None:
     for split in SPLITS:
         (out / split).mkdir(parents=True)
+        src_dir, dst_dir = (verified.root / split).resolve(), (out / split).resolve()
         doc = verified.coco[split]
         for img in doc["images"]:
-            src, dst = _contained_pair(verified, out, split, img["file_name"])
+            src, dst = _contained_pair(src_dir, dst_dir, split, img["file_name"])
             if move:
                 os.replace(src, dst)
             else:
