@@ -38,3 +38,13 @@ def test_code_location_import_is_light() -> None:
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == ""
+
+
+def test_standard_dagster_cli_loads_the_code_location_from_its_file(tmp_path: Path) -> None:
+    """`dagster ... -f definitions.py` needs exactly one Definitions object at module scope."""
+    dagster = Path(sys.executable).with_name("dagster")
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
+    r = subprocess.run([str(dagster), "definitions", "validate", "-f", "definitions.py"], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "All code locations passed validation" in r.stdout + r.stderr
