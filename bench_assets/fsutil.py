@@ -10,6 +10,7 @@ same kind can tell a killed process's leftovers from a live one's work in progre
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -58,6 +59,12 @@ def ensure_free_space(path: Path, needed: int, margin: int = 16 << 20) -> None:
     free = free_space(path)
     if free < needed + margin:
         raise DiskSpaceError(path, needed + margin, free)
+
+
+def sha256_file(path: Path) -> str:
+    """The SHA-256 hex digest of a file's bytes, read in chunks (the one implementation in the platform)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def fsync_dir(path: Path) -> None:

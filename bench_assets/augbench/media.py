@@ -35,8 +35,7 @@ from typing import Literal
 
 import numpy as np
 
-from bench_assets.fsutil import atomic_write_json, place_dir, staging_dir
-from bench_assets.rf100vl.lock import sha256_file
+from bench_assets.fsutil import atomic_write_json, place_dir, sha256_file, staging_dir
 from bench_assets.rf100vl.safe_tar import is_macos_junk, safe_extract
 
 MediaKind = Literal["rgb", "9ch", "video"]

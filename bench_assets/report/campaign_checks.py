@@ -12,13 +12,13 @@ a whole campaign published 0.36 instead of 0.49; adjacent sizes of one family la
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_assets.fsutil import sha256_file
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT
 
 MAX_ROWS = 50  # offending rows kept in metadata; the description always has the full count
@@ -256,12 +256,9 @@ class HashCache:
         hit = self.entries.get(key)
         if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
             return hit[2]
-        h = hashlib.sha256()
-        with open(file, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        self.entries[key] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
-        return h.hexdigest()
+        digest = sha256_file(file)
+        self.entries[key] = [st.st_size, st.st_mtime_ns, digest]
+        return digest
 
     def save(self) -> None:
         if self.path:

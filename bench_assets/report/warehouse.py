@@ -256,7 +256,7 @@ def _read_submission(origin: str, path: Path) -> tuple[dict[str, Any], list[str]
 def _submission_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
-    from bench_assets.rf100vl.lock import sha256_file
+    from bench_assets.fsutil import sha256_file
 
     rows = []
     for origin, path in _submission_files(home):

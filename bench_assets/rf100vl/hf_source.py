@@ -38,13 +38,14 @@ resume attempts for a connection lost mid-transfer.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
+
+from bench_assets.fsutil import sha256_file
 
 LOCK_FILE = "lock.json"
 LOCK_FORMAT = "rf100vl-hf-lock.v1"
@@ -336,11 +337,6 @@ def _lock_entry(datasets: dict[str, Any], name: str, ctx: _Ctx, commit: str) -> 
     return _LockEntry(file=file, sha256=sha.lower(), bytes=size, version=str(version))
 
 
-def _sha256_of(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
 def _verify(path: Path, entry: _LockEntry, ctx: _Ctx, commit: str) -> None:
     where = f"{entry.file} from dataset repo {ctx.repo_id} (commit {commit}, local {path})"
     actual_size = path.stat().st_size
@@ -349,7 +345,7 @@ def _verify(path: Path, entry: _LockEntry, ctx: _Ctx, commit: str) -> None:
             f"size mismatch for {where}: lock.json expects {entry.bytes} bytes, got {actual_size}; "
             f"{_MIRROR_FIX}"
         )
-    actual_sha = _sha256_of(path)
+    actual_sha = sha256_file(path)
     if actual_sha != entry.sha256:
         raise HFSourceError(
             f"SHA-256 mismatch for {where}: expected {entry.sha256}, actual {actual_sha}; {_MIRROR_FIX}"

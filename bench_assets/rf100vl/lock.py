@@ -12,19 +12,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench_assets.fsutil import sha256_file
 from bench_assets.rf100vl.verify import ANNOTATIONS_FILE, SPLITS
 
 LOCK_FILE = "lock.json"
 LOCK_FORMAT = "bench.dataset-lock.v1"
 VERSION_HEX = 12
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def image_ids_sha256(image_ids: list[Any]) -> str:

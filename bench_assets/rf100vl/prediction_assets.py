@@ -4,7 +4,7 @@ import json
 
 import dagster as dg
 
-from bench_assets.fsutil import atomic_write_json, atomic_write_text
+from bench_assets.fsutil import atomic_write_json, atomic_write_text, sha256_file
 from bench_assets.rf100vl.checkpoint_assets import checkpoint
 from bench_assets.rf100vl.child.predict import result_path as predict_result_path
 from bench_assets.rf100vl.evaluation import (
@@ -18,7 +18,6 @@ from bench_assets.rf100vl.evaluation import (
     predictions_path,
 )
 from bench_assets.rf100vl.launcher import log_tail, run_child
-from bench_assets.rf100vl.lock import sha256_file
 from bench_assets.rf100vl.partitions import dataset_model_partitions, split_key
 from bench_assets.rf100vl.specs import PredictResult, PredictSpec
 from bench_assets.rf100vl.store import load_record

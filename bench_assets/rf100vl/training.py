@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench_assets.fsutil import atomic_write_json, atomic_write_text
-from bench_assets.rf100vl.lock import sha256_file as sha256_of
+from bench_assets.fsutil import sha256_file as sha256_of
 from bench_assets.rf100vl.recipes import LoadedRecipe
 from bench_assets.rf100vl.runplan import (
     STATS_FILE,
