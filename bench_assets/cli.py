@@ -483,7 +483,7 @@ def cmd_check_datasets(args: argparse.Namespace) -> int:
     """Re-run the dataset checks on the current versions as stored now (nothing is re-imported)."""
     from bench_assets.instance import execute, open_instance
     from bench_assets.rf100vl.sensors import DATASET_JOB
-    from bench_assets.rf100vl.store import current_version, iter_versions
+    from bench_assets.rf100vl.store import current_version, iter_versions, why_no_current
 
     home = bench_home_path()
     names = args.names or sorted({n for n, _ in iter_versions(home / "datasets")})
@@ -491,8 +491,6 @@ def cmd_check_datasets(args: argparse.Namespace) -> int:
     failed = []
     for name in names:
         if current_version(home / "datasets", name) is None:
-            from bench_assets.rf100vl.store import why_no_current
-
             print(f"bench: {why_no_current(home / 'datasets', name)}", file=sys.stderr)
             failed.append(name)
             continue

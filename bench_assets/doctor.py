@@ -11,15 +11,16 @@ only when nothing in it changed for ten minutes and no run is in progress.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench_assets.fsutil import (
+    SCRATCH_RANDOM as _RANDOM,
+)
 from bench_assets.fsutil import (
     human_bytes,
     is_scratch_name,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 POOLS = ("gpu", "duckdb_writer")
 UNOWNED_TEMP_MAX_AGE_S = 600.0  # a temp without an owner pid is orphaned when untouched this long
-_RANDOM = r"[a-z0-9_]{8}"
 # `.<name>.<random>.tmp` (fsutil.atomic_write_bytes, mkstemp) or `.<name>.<pid>.tmp` (child atomic_torch_save)
 _ATOMIC_TEMP = re.compile(rf"\..+\.({_RANDOM}|\d+)\.tmp")
 _WRITE_PROBE = re.compile(rf"\.write-probe-{_RANDOM}")  # preflight.unwritable_dirs
@@ -81,24 +81,6 @@ def _tree_bytes(path: Path) -> int:
 # --- runs and pool slots ----------------------------------------------------------------------------------
 
 
-def _dead_runs(instance: dg.DagsterInstance) -> list[tuple[dg.DagsterRun, int]]:
-    """STARTED/STARTING runs launched on this host by a `bench` process that is gone (reconcile_stale_runs's rule)."""
-    import dagster as dg
-
-    from bench_assets.instance import HOST_TAG, PID_TAG
-
-    host = socket.gethostname()
-    out = []
-    for rec in instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED,
-                                                               dg.DagsterRunStatus.STARTING])):
-        tags = rec.dagster_run.tags
-        if tags.get(HOST_TAG) != host or not tags.get(PID_TAG, "").isdigit():
-            continue
-        if not pid_alive(int(tags[PID_TAG])):
-            out.append((rec.dagster_run, int(tags[PID_TAG])))
-    return out
-
-
 def _slots_by_run(instance: dg.DagsterInstance) -> dict[str, dict[str, int]]:
     """run id -> pool -> steps of the run holding a slot of the pool or queued for one."""
     steps: dict[str, dict[str, set[str]]] = {}
@@ -117,9 +99,11 @@ def _run_findings(instance: dg.DagsterInstance) -> tuple[list[Finding], int]:
     """Dead runs and stuck slots, and how many runs are really in progress."""
     import dagster as dg
 
+    from bench_assets.instance import dead_cli_runs
+
     held = _slots_by_run(instance)
     findings = []
-    dead = _dead_runs(instance)
+    dead = dead_cli_runs(instance)
     dead_ids = {run.run_id for run, _ in dead}
     for run, pid in dead:
         slots = f"; holds {_pools_text(held[run.run_id])}" if run.run_id in held else ""
@@ -212,10 +196,6 @@ def diagnose(home: Path, instance: dg.DagsterInstance) -> list[Finding]:
 
 def fix(home: Path, instance: dg.DagsterInstance, findings: list[Finding]) -> list[str]:
     """Repair what `diagnose` found (each item re-checked first); one line per action taken or declined."""
-    return _apply(home, instance, findings)
-
-
-def _apply(home: Path, instance: dg.DagsterInstance, findings: list[Finding]) -> list[str]:
     from bench_assets.instance import reconcile_stale_runs
 
     done = []
@@ -240,21 +220,11 @@ def _apply(home: Path, instance: dg.DagsterInstance, findings: list[Finding]) ->
     return done
 
 
-def _instance_without_reconcile(home: Path) -> dg.DagsterInstance:
-    """The product instance, opened like `open_instance` but without marking dead runs failed (that is a fix)."""
-    import dagster as dg
-
-    from bench_assets.instance import prepare_home
-
-    dh = prepare_home(home)
-    with open(dh / ".init.lock", "w") as lock:  # two processes creating the sqlite storages at once collide
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return dg.DagsterInstance.get()
-
-
-def doctor_main(home: Path, fix: bool, out: Callable[[str], None]) -> int:
+def doctor_main(home: Path, repair: bool, out: Callable[[str], None]) -> int:
     """Report every problem (one line each); with `fix`, repair them. 0: nothing left; 1: problems remain."""
-    instance = _instance_without_reconcile(home)
+    from bench_assets.instance import open_instance
+
+    instance = open_instance(home, reconcile=False)  # dead runs are findings here, not silently fixed
     try:
         findings = diagnose(home, instance)
         if not findings:
@@ -262,10 +232,10 @@ def doctor_main(home: Path, fix: bool, out: Callable[[str], None]) -> int:
             return 0
         for f in findings:
             out(f.line())
-        if not fix:
+        if not repair:
             out(f"bench doctor: {len(findings)} problem(s); run `bench doctor --fix` to repair them")
             return 1
-        for line in _apply(home, instance, findings):
+        for line in fix(home, instance, findings):
             out(line)
         left = diagnose(home, instance)
         if left:

@@ -104,7 +104,7 @@ def atomic_write_json(path: Path, obj: Any, *, indent: int | None = 2) -> None:
 
 
 LEGACY_SCRATCH_MAX_AGE_S = 3600.0  # a scratch folder named before pids were recorded: orphaned after an hour
-_RANDOM = r"[a-z0-9_]{8}"  # the tail tempfile.mkdtemp adds
+SCRATCH_RANDOM = r"[a-z0-9_]{8}"  # the tail tempfile.mkdtemp/mkstemp add
 # This process's scratch folders that are still in use: its own pid is alive, yet a folder with that pid may
 # be a leftover of an earlier process that had the same pid (a container restarted with the same pid).
 _LIVE_SCRATCH: set[tuple[int, int]] = set()  # (st_dev, st_ino): the same folder whatever path names it
@@ -161,13 +161,13 @@ def scratch_pid(name: str, prefix: str | None = None) -> int | None:
     With `prefix`, the name must be that kind's; without, the prefix is whatever comes before `-<pid>-<random>`.
     """
     head = re.escape(f".tmp-{prefix}-") if prefix is not None else r"\.tmp-.+-"
-    m = re.fullmatch(rf"{head}(\d+)-{_RANDOM}", name)
+    m = re.fullmatch(rf"{head}(\d+)-{SCRATCH_RANDOM}", name)
     return int(m.group(1)) if m else None
 
 
 def is_scratch_name(name: str, prefix: str | None = None) -> bool:
     head = re.escape(f".tmp-{prefix}-") if prefix is not None else r"\.tmp-.+-"
-    return re.fullmatch(rf"{head}(\d+-)?{_RANDOM}", name) is not None
+    return re.fullmatch(rf"{head}(\d+-)?{SCRATCH_RANDOM}", name) is not None
 
 
 def scratch_orphaned(path: Path, prefix: str | None = None) -> bool:

@@ -45,7 +45,8 @@ def pool_limits() -> dict[str, int]:
     return {"gpu": len(lanes_from_env()), "duckdb_writer": 1}
 
 
-def open_instance(home: Path) -> dg.DagsterInstance:
+def open_instance(home: Path, *, reconcile: bool = True) -> dg.DagsterInstance:
+    """The product instance. `reconcile=False` leaves dead runs as they are (`bench doctor` reports them)."""
     import dagster as dg
 
     dh = prepare_home(home)
@@ -56,13 +57,31 @@ def open_instance(home: Path) -> dg.DagsterInstance:
         for pool, limit in pool_limits().items():
             if instance.event_log_storage.get_concurrency_info(pool).slot_count != limit:
                 instance.event_log_storage.set_concurrency_slots(pool, limit)
-        reconcile_stale_runs(instance)
+        if reconcile:
+            reconcile_stale_runs(instance)
         fcntl.flock(lock, fcntl.LOCK_UN)
     return instance
 
 
 PID_TAG = "bench/pid"
 HOST_TAG = "bench/host"
+
+
+def dead_cli_runs(instance: dg.DagsterInstance) -> list[tuple[dg.DagsterRun, int]]:
+    """(run, pid) of STARTED/STARTING runs launched by a `bench` process on this host that is gone."""
+    import dagster as dg
+
+    host = socket.gethostname()
+    out = []
+    records = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED,
+                                                              dg.DagsterRunStatus.STARTING]))
+    for rec in records:
+        tags = rec.dagster_run.tags
+        if tags.get(HOST_TAG) != host or not tags.get(PID_TAG, "").isdigit():
+            continue
+        if not pid_alive(int(tags[PID_TAG])):
+            out.append((rec.dagster_run, int(tags[PID_TAG])))
+    return out
 
 
 def reconcile_stale_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -72,23 +91,12 @@ def reconcile_stale_runs(instance: dg.DagsterInstance) -> list[str]:
     run of the campaign waits on a lane nobody holds. (Runs launched from the UI are covered by the
     daemon's run monitoring, enabled in dagster.yaml.)
     """
-    import dagster as dg
-
-    host = socket.gethostname()
     stale = []
-    records = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED,
-                                                              dg.DagsterRunStatus.STARTING]))
-    for rec in records:
-        tags = rec.dagster_run.tags
-        if tags.get(HOST_TAG) != host or not tags.get(PID_TAG, "").isdigit():
-            continue
-        if pid_alive(int(tags[PID_TAG])):
-            continue
-        run_id = rec.dagster_run.run_id
-        instance.report_run_failed(rec.dagster_run, f"process {tags[PID_TAG]} that ran it is gone (killed?); "
-                                                    "marked failed by bench so its pool slots are freed")
-        instance.event_log_storage.free_concurrency_slots_for_run(run_id)
-        stale.append(run_id)
+    for run, pid in dead_cli_runs(instance):
+        instance.report_run_failed(run, f"process {pid} that ran it is gone (killed?); "
+                                        "marked failed by bench so its pool slots are freed")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        stale.append(run.run_id)
     return stale
 
 
@@ -138,12 +146,12 @@ def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str |
     prepare_manifest()  # the dbt assets load from a manifest; a fresh clone or an edited model needs a parse
     from definitions import defs
 
-    # The terminal gets failures without stack traces (the event log keeps them; --verbose prints them).
     job = defs.resolve_job_def(job_name)
     if checks_only:
         graph = defs.resolve_asset_graph()
         checks = graph.get_check_keys_for_assets(set(job.asset_layer.selected_asset_keys))
         job = job.get_subset(asset_selection=set(), asset_check_selection=set(checks))
+    # The terminal gets failures without stack traces (the event log keeps them; --verbose prints them).
     job = job.with_logger_defs({"bench_terminal": terminal_logger_def()})
     reconcile_stale_runs(instance)  # a killed earlier run must not keep the pool slot this run needs
     config = {"loggers": {"bench_terminal": {"config": {"log_level": os.environ.get("BENCH_LOG_LEVEL", "INFO"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Any
 
 VERBOSE_ENV = "BENCH_VERBOSE"
 _TERSE_EVENTS = ("STEP_FAILURE", "RUN_FAILURE")
@@ -19,10 +18,14 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
 
 
-def terse(message: str, event_type: str | None) -> str | None:
-    """The terminal form of one log message: None drops it; failures keep their first line only."""
+def terse(message: str) -> str | None:
+    """The terminal form of one log message: None drops it; failures keep their first line only.
+
+    Events are told apart by Dagster's message text (`... - STEP_FAILURE - ...`): a run failure's record
+    carries no event object in its metadata, so the text is the one rule that covers both.
+    """
     first = message.split("\n", 1)[0]
-    if event_type in _TERSE_EVENTS or any(f" - {e} - " in first for e in _TERSE_EVENTS):
+    if any(f" - {e} - " in first for e in _TERSE_EVENTS):
         return first
     if "Not executing." in message and "Dependencies for step" in message:
         return None  # every skipped check of a failed step would print one line of noise
@@ -31,9 +34,7 @@ def terse(message: str, event_type: str | None) -> str | None:
 
 class _TerseFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        meta: dict[str, Any] = getattr(record, "dagster_meta", None) or {}
-        event = meta.get("dagster_event")
-        short = terse(record.getMessage(), getattr(event, "event_type_value", None))
+        short = terse(record.getMessage())
         if short is None:
             return False
         record.msg, record.args = short, None

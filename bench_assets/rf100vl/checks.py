@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from bench_assets.fsutil import free_space
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.lock import lock_mismatches
@@ -15,7 +16,6 @@ from bench_assets.rf100vl.preflight import (
     DEFAULT_CACHE_IMGSZ,
     PLATFORM_TRAIN_FIELDS,
     describe_projection,
-    free_bytes,
     missing_train_fields,
     project_disk,
     trainconfig_fields,
@@ -121,7 +121,7 @@ def disk_projection(context: dg.AssetCheckExecutionContext, home: BenchHome) -> 
     if record is None:
         return _missing(context.partition_key)
     splits = record.manifest["splits"]
-    free = free_bytes(home.path)
+    free = free_space(home.path)
     dataset_bytes = sum(s["bytes"] for s in record.lock["splits"].values())
     num_images = sum(splits[s]["images"] for s in SPLITS)
     projections = {imgsz: project_disk(free, dataset_bytes, num_images, imgsz)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from importlib import metadata
@@ -61,13 +60,6 @@ def describe_projection(where: Path, projections: dict[int, DiskProjection]) -> 
     return (f"training needs {sizes} (the dataset's {default.dataset_bytes / gb:.3f} GB again, LibreYOLO's "
             f"resized-image cache and a {default.margin_bytes / gb:.0f} GB margin); "
             f"{default.free_bytes / gb:.2f} GB free under {where}: {verdict}")
-
-
-def free_bytes(path: Path) -> int:
-    probe = path
-    while not probe.exists():
-        probe = probe.parent
-    return shutil.disk_usage(probe).free
 
 
 def unwritable_dirs(dirs: list[Path]) -> dict[str, str]:

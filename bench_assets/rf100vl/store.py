@@ -140,7 +140,7 @@ def _contained_pair(src_dir: Path, dst_dir: Path, split: str, file_name: str) ->
     name is a bare file name, the source is not a link, and the destination does not exist yet.
     """
     src, dst = src_dir / file_name, dst_dir / file_name
-    if file_name_problem(file_name) is not None or src.is_symlink() or dst.exists() or dst.parent != dst_dir:
+    if file_name_problem(file_name) is not None or src.is_symlink() or dst.exists():
         raise DatasetInvalid(src_dir.parent, [Problem(split, ANNOTATIONS_FILE, "images[].file_name",
                                                       f"{file_name!r} does not lie directly in the split folder "
                                                       "(or is listed twice)", FILE_NAME_FIX)])
