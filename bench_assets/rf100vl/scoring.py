@@ -60,6 +60,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from bench_assets.rf100vl.verify import NUMBER_TYPES, is_number
+
 Backend = Literal["fast", "reference"]
 BACKENDS: tuple[str, ...] = ("fast", "reference")
 
@@ -82,9 +84,6 @@ HEADLINE = "mAP50_95"
 DEFAULT_MAX_DET = 500
 _EXAMPLES = 5
 _REQUIRED_DET_KEYS = frozenset({"image_id", "category_id", "bbox", "score"})
-_NUMBER = (int, float)
-
-
 class _InputProblems(ValueError):
     """An input that cannot be scored; `problems` lists each finding (what, where, fix)."""
 
@@ -217,22 +216,18 @@ def _fmt_examples(items: Sequence[Any]) -> str:
     return f"{shown}{more}"
 
 
-def _is_number(v: Any) -> bool:
-    return type(v) in _NUMBER  # bool, str, None are not numbers here
-
-
 def _bbox_array(boxes: list[Any]) -> tuple[np.ndarray, list[int]]:
     """(n, 4) float array of the boxes (NaN rows where malformed) and the indices of malformed boxes."""
     n = len(boxes)
     if set(map(type, boxes)) <= {list} and set(map(len, boxes)) <= {4} and (
-        {type(v) for b in boxes for v in b} <= set(_NUMBER)
+        {type(v) for b in boxes for v in b} <= set(NUMBER_TYPES)
     ):
         arr = np.asarray(boxes, dtype=np.float64).reshape(n, 4)
         return arr, []
     arr = np.full((n, 4), np.nan)
     bad = []
     for i, b in enumerate(boxes):
-        if type(b) in (list, tuple) and len(b) == 4 and all(type(v) in _NUMBER for v in b):
+        if type(b) in (list, tuple) and len(b) == 4 and all(type(v) in NUMBER_TYPES for v in b):
             arr[i] = b
         else:
             bad.append(i)
@@ -311,7 +306,7 @@ def _box_fault(b: Any) -> tuple[str, str]:
     if len(b) != 4:
         return "", f"{_json_text(b)} has {len(b)} elements, not 4"
     for k, v in enumerate(b):
-        if type(v) not in _NUMBER:
+        if type(v) not in NUMBER_TYPES:
             return f"[{k}]", f"{_kind(v)}, not a JSON number"
         if not math.isfinite(v):
             return f"[{k}]", _kind(v)
@@ -414,15 +409,15 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
 
     score_fix = "write the post-sigmoid confidence as a JSON number in [0, 1]"
     score_arr = np.zeros(0)
-    if set(map(type, scores)) <= set(_NUMBER):
+    if set(map(type, scores)) <= set(NUMBER_TYPES):
         score_arr = np.asarray(scores, dtype=np.float64)
         bad_score = np.flatnonzero(~(np.isfinite(score_arr) & (score_arr >= 0.0) & (score_arr <= 1.0))).tolist()
     else:
-        not_num = [i for i, v in enumerate(scores) if not _is_number(v)]
+        not_num = [i for i, v in enumerate(scores) if not is_number(v)]
         problems.append(_type_problem(
             [(f"[{i}].score", f"{_kind(scores[i])}, not a JSON number") for i in not_num[:_EXAMPLES]],
             len(not_num), n, score_fix))
-        bad_score = [i for i, v in enumerate(scores) if _is_number(v) and not (math.isfinite(v) and 0.0 <= v <= 1.0)]
+        bad_score = [i for i, v in enumerate(scores) if is_number(v) and not (math.isfinite(v) and 0.0 <= v <= 1.0)]
     if bad_score:
         examples = [f"[{i}] {_json_text(scores[i])}" for i in bad_score]
         problems.append(f"score: {len(bad_score)} detections have a score that is not a finite number in [0, 1]: "
@@ -520,7 +515,7 @@ def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str
         problems.append(f"annotations[].bbox: {len(bad_box_ids)} boxes are not [x, y, w, h] with finite numbers and "
                         f"w, h >= 0 (annotation ids {_fmt_examples(bad_box_ids)})")
     bad_area = [a.get("id") for a in anns
-                if not (_is_number(a.get("area")) and math.isfinite(a["area"]) and a["area"] >= 0)]
+                if not (is_number(a.get("area")) and math.isfinite(a["area"]) and a["area"] >= 0)]
     if bad_area:
         problems.append(f"annotations[].area: {len(bad_area)} annotations lack a finite area >= 0 (annotation ids "
                         f"{_fmt_examples(bad_area)}); COCOeval sizes boxes by area; fix: area = bbox w * h")

@@ -109,9 +109,10 @@ class VerifiedDataset:
 # Strict types: where COCO says integer or number, a string that looks like one is refused
 
 
+# JSON types, tested exactly (ground truth here, predictions in scoring.py).
 # `type(v) is int`, not isinstance: a JSON true is a bool, which isinstance(v, int) would accept. Exact types
 # are what json.loads produces, and the exact test keeps the per-annotation checks cheap on 260k boxes.
-_NUMBER_TYPES = (int, float)
+NUMBER_TYPES = (int, float)
 
 
 def is_int(v: Any) -> bool:
@@ -119,7 +120,7 @@ def is_int(v: Any) -> bool:
 
 
 def is_number(v: Any) -> bool:
-    return type(v) in _NUMBER_TYPES
+    return type(v) in NUMBER_TYPES
 
 
 def file_name_problem(name: Any) -> str | None:
@@ -360,7 +361,7 @@ def _bbox_array(split: str, annotations: list[dict[str, Any]], problems: list[Pr
 
 
 def _is_bbox(b: Any) -> bool:
-    t = _NUMBER_TYPES
+    t = NUMBER_TYPES
     return type(b) is list and len(b) == 4 and type(b[0]) in t and type(b[1]) in t and type(b[2]) in t and \
         type(b[3]) in t
 
