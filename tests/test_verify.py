@@ -155,3 +155,20 @@ def test_absolute_file_name_never_reads_the_outside_file(tmp_path: Path) -> None
     ann.write_text(ann.read_text().replace(img["file_name"], str(outside)))
     with pytest.raises(DatasetInvalid, match="is an absolute path"):
         verify_dataset(ds)
+
+
+def test_an_id_too_large_for_64_bits_is_refused_at_import(tmp_path: Path) -> None:
+    """json.loads keeps 10**20 as an int, but the backends (and orjson, reading predictions) cannot."""
+    ds = broken("valid_base", tmp_path)
+    ann = ds / "train" / "_annotations.coco.json"
+    doc = json.loads(ann.read_text())
+    doc["images"][1]["id"] = 10**20
+    for a in doc["annotations"]:
+        if a["image_id"] == 1:
+            a["image_id"] = 10**20
+    ann.write_text(json.dumps(doc))
+    with pytest.raises(DatasetInvalid) as err:
+        verify_dataset(ds)
+    fields = {p.field for p in err.value.problems}
+    assert fields == {"images[].id", "annotations[].image_id"}
+    assert "do not fit a 64-bit integer, first: [100000000000000000000]" in str(err.value)

@@ -113,6 +113,7 @@ class VerifiedDataset:
 # `type(v) is int`, not isinstance: a JSON true is a bool, which isinstance(v, int) would accept. Exact types
 # are what json.loads produces, and the exact test keeps the per-annotation checks cheap on 260k boxes.
 NUMBER_TYPES = (int, float)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def is_int(v: Any) -> bool:
@@ -292,7 +293,8 @@ def _duplicates(values: list[Any]) -> list[Any]:
 
 def _ids_are_integers(split: str, images: list[dict[str, Any]], annotations: list[dict[str, Any]],
                       problems: list[Problem]) -> bool:
-    """COCO ids are integers; "12" and 12.0 are refused rather than kept (they would never match 12)."""
+    """COCO ids are integers; "12" and 12.0 are refused rather than kept (they would never match 12), and so
+    is an integer too large for the 64-bit ids both COCO backends and every prediction file use."""
     ok = True
     for what, rows, key in (("images[].id", images, "id"), ("annotations[].id", annotations, "id"),
                             ("annotations[].image_id", annotations, "image_id"),
@@ -303,6 +305,14 @@ def _ids_are_integers(split: str, images: list[dict[str, Any]], annotations: lis
             problems.append(Problem(split, ANNOTATIONS_FILE, what,
                                     f"{len(bad)} value(s) are not JSON integers ({', '.join(kinds)}), first: "
                                     f"{bad[:_EXAMPLES]!r}", INT_FIX))
+            ok = False
+            continue
+        values = [r[key] for r in rows]
+        if values and (min(values) < INT64_MIN or max(values) > INT64_MAX):
+            huge = [v for v in values if not INT64_MIN <= v <= INT64_MAX]
+            problems.append(Problem(split, ANNOTATIONS_FILE, what,
+                                    f"{len(huge)} value(s) do not fit a 64-bit integer, first: {huge[:_EXAMPLES]!r}",
+                                    "renumber the ids (e.g. 0, 1, 2, ...) and re-export"))
             ok = False
     return ok
 
