@@ -1,7 +1,10 @@
-"""The code location, read like a table of contents: every domain of the platform and what they share.
+"""The code location, read like a table of contents: the benchmark families, the report composed from what
+they contribute, and the resources they share.
 
-Domains are imported as modules (not their `defs` under new names) so this module holds exactly one
-`Definitions` object: `dagster definitions validate -f definitions.py` and the other `-f` commands need that.
+A family is a module with `defs` (its assets, checks, jobs, schedules, sensors) and `contribution` (its warehouse
+tables, warehouse checks and report pages). Adding a family is one import and one entry in FAMILIES
+(docs/architecture.md). Families are imported as modules, so this module holds exactly one `Definitions`
+object: `dagster definitions validate -f definitions.py` and the other `-f` commands need that.
 """
 
 import dagster as dg
@@ -11,9 +14,13 @@ from bench_assets.report import definitions as report
 from bench_assets.rf100vl import definitions as rf100vl
 from resources.bench_home import BenchHome
 
+FAMILIES = (
+    rf100vl,  # catalogue, datasets, checkpoints, predictions, scores, submissions (+ checks, schedules, sensors)
+    augbench,  # augmentation speed benchmark: media, per-library results, paper report (+ checks)
+)
+
 defs = dg.Definitions.merge(
-    dg.Definitions(resources={"home": BenchHome()}),  # shared by every domain
-    rf100vl.defs,  # catalogue, datasets, checkpoints, predictions, scores, submissions (+ checks, schedules, sensors)
-    augbench.defs,  # augmentation speed benchmark: media, per-library results (+ coverage check)
-    report.defs,  # warehouse loader + campaign checks, dbt marts, the rendered report
+    dg.Definitions(resources={"home": BenchHome()}),  # shared by every family and the report
+    *(family.defs for family in FAMILIES),
+    report.build_defs(*FAMILIES),  # warehouse, dbt marts, rendered report
 )

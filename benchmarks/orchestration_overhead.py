@@ -13,7 +13,8 @@ Per repeat (`--repeat N`, default 1), on the same spec:
    `training.plan_run` from a `TrainRequest` like the asset's, lane 0's environment, 1 thread) is written
    to a separate run dir and `python -m bench_assets.rf100vl.child.train SPEC.json` is run standalone;
    its wall is spawn to exit (`Popen` -> `wait`, monotonic clock).
-2. `bench _exec rf100vl_train_job "mini-tiny|yolo9-t" --config '{...force: true}'` as a subprocess (the
+2. One run of `rf100vl_train_job` on "mini-tiny|yolo9-t" with `force: true`, in a process of its own (ONE_RUN: the
+   way a `bench campaign` run-pool worker executes a partition) as a subprocess (the
    Dagster step runs in that process: in-process executor). Every `--interval` s (0.1) the sampler reads
    VmRSS of that process and of its descendants (/proc/*/stat ppid), the training child being the
    descendant whose command line names `bench_assets.rf100vl.child.train`. Child process wall = its start
@@ -25,7 +26,7 @@ Reported per repeat: step wall, child process wall (and the child's own `wall_se
 measured inside the child from `main()`), overhead = step wall - child process wall (the target), overhead
 vs the standalone baseline child, ratio step/child, peak RSS of the step process while the child lived
 (the target) and over the whole process, peak RSS of the child tree, and for information the whole-process
-overhead (`bench _exec` wall - child wall: Python start, Dagster and `definitions` import, instance
+overhead (`one-run process` wall - child wall: Python start, Dagster and `definitions` import, instance
 start, run creation before STEP_START; run events, instance disposal and interpreter exit after
 STEP_SUCCESS). A timeline splits the overhead into before the child (step start -> child spawned)
 and after it (child exit -> step success), with the step's own log lines as markers.
@@ -62,7 +63,14 @@ TARGET_OVERHEAD_S = 10.0
 TARGET_STEP_RSS_MB = 500.0
 DATASET = "mini-tiny"
 MODEL = "yolo9-t"
-JOB = "rf100vl_train_job"
+JOB = "rf100vl_train_job"  # bench_assets.rf100vl.jobs.train_job.name
+# One partition's run in a process of its own, as a run-pool worker executes it (`bench campaign`).
+ONE_RUN = ("import json, sys; import dagster as dg; from bench_assets.cli.location import run_job; "
+           "from bench_assets.platform.instance import open_instance; from bench_assets.rf100vl.jobs import "
+           "train_job; from resources.paths import bench_home_path; "
+           "out = run_job(open_instance(bench_home_path()), train_job, run_config=json.loads(sys.argv[1]), "
+           "partition_key=dg.MultiPartitionKey({'dataset': sys.argv[2], 'model': sys.argv[3]})); "
+           "sys.exit(0 if out.success else 1)")
 STEP = "rf100vl__checkpoint"
 CHILD_MODULE = "bench_assets.rf100vl.child.train"
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -220,8 +228,11 @@ def write_recipe(path: Path, epochs: int) -> Path:
 
 
 def setup(home: Path, epochs: int) -> tuple[Any, Path]:
-    from bench_assets.instance import execute, open_instance, register_model_partition, register_partitions
+    from bench_assets.cli.location import run_job
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.jobs import dataset_job
     from bench_assets.rf100vl.models import register_model
+    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
     from bench_assets.rf100vl.sources import SourceSpec, register
     from bench_assets.rf100vl.store import current_version
 
@@ -229,7 +240,7 @@ def setup(home: Path, epochs: int) -> tuple[Any, Path]:
     register(home / "sources", DATASET, SourceSpec(kind="mini", suites=["mini"]))
     register_partitions(instance, [DATASET])
     if current_version(home / "datasets", DATASET) is None:
-        out = execute(instance, "rf100vl_dataset_job", partition_key=DATASET)
+        out = run_job(instance, dataset_job, partition_key=DATASET)
         if not out.success:
             raise SystemExit(f"dataset job failed: {out.errors}")
     recipe = write_recipe(home / f"bench-recipe-yolo9-e{epochs}.json", epochs)
@@ -239,7 +250,7 @@ def setup(home: Path, epochs: int) -> tuple[Any, Path]:
 
 
 def lane0_env() -> dict[str, str]:
-    from bench_assets.lanes import lanes_from_env
+    from resources.lanes import lanes_from_env
 
     return lanes_from_env()[0].child_env()
 
@@ -249,12 +260,12 @@ def lane0_env() -> dict[str, str]:
 
 
 def _plan_spec(home: Path, runs_dir: Path) -> tuple[Path, Path]:
-    from bench_assets.fsutil import atomic_write_json
-    from bench_assets.lanes import lanes_from_env
+    from bench_assets.platform.fsutil import atomic_write_json
     from bench_assets.rf100vl.models import model_recipe
     from bench_assets.rf100vl.runplan import variant_sequence
     from bench_assets.rf100vl.store import load_record
     from bench_assets.rf100vl.training import SPEC_FILE, TrainRequest, plan_run
+    from resources.lanes import lanes_from_env
 
     record = load_record(home / "datasets", DATASET)
     model, recipe = model_recipe(home, MODEL)
@@ -303,13 +314,12 @@ def dagster_run(instance: Any, home: Path, work: Path, rep: int, interval: float
     before = _run_ids(instance)
     config = json.dumps({"ops": {STEP: {"config": {"force": True}}}})
     out_path = work / f"bench-exec-{rep}.log"
-    state = machine_state(f"bench _exec {rep}")
+    state = machine_state(f"one-run process {rep}")
     with open(out_path, "wb") as out:
         t_start = time.time()
         t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "bench_assets.cli", "_exec", JOB, f"{DATASET}|{MODEL}",
-                                 "--config", config], cwd=REPO, env=os.environ.copy(), stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([sys.executable, "-c", ONE_RUN, config, DATASET, MODEL], cwd=REPO,
+                                env=os.environ.copy(), stdout=out, stderr=subprocess.STDOUT)
         sampler = Sampler(proc.pid, interval)
         sampler.start()
         rc = proc.wait()
@@ -317,7 +327,7 @@ def dagster_run(instance: Any, home: Path, work: Path, rep: int, interval: float
         sampler.stop.set()
         sampler.join()
     if rc != 0:
-        raise SystemExit(f"bench _exec exited {rc}; see {out_path}")
+        raise SystemExit(f"one-run process exited {rc}; see {out_path}")
     new = _run_ids(instance) - before
     if len(new) != 1:
         raise SystemExit(f"expected one new {JOB} run, found {sorted(new)}")
@@ -366,7 +376,7 @@ def dagster_run(instance: Any, home: Path, work: Path, rep: int, interval: float
 def timeline(d: dict[str, Any]) -> list[str]:
     """Event log of the run relative to STEP_START, with the child's life marked."""
     t0 = d["step_start"]
-    marks = [(d["exec_start"], "bench _exec spawned"), (d["child_start"], "** training child spawned"),
+    marks = [(d["exec_start"], "one-run process spawned"), (d["child_start"], "** training child spawned"),
              (d["child_end"], "** training child last seen alive")]
     marks += [(e["t"], f"{e['kind']:<26} {e['msg']}") for e in d["events"]
               if not (e["kind"] == "LOG" and e["msg"].startswith("epoch "))]
@@ -403,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         b = baseline(home, work, rep, args.interval)
         print(f"repeat {rep}: standalone child {b['wall_s']:.2f}s", file=sys.stderr)
         d = dagster_run(instance, home, work, rep, args.interval)
-        print(f"repeat {rep}: bench _exec {d['exec_wall_s']:.2f}s, step {d['step_wall_s']:.2f}s, "
+        print(f"repeat {rep}: one-run process {d['exec_wall_s']:.2f}s, step {d['step_wall_s']:.2f}s, "
               f"child {d['child_wall_s']:.2f}s", file=sys.stderr)
         reps.append((b, d))
         if args.timeline:
@@ -442,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                  ("**overhead s** (step - child)", "overhead_s", 2),
                  ("step - standalone s", "overhead_vs_standalone_s", 2), ("step / child", "step_over_child", 3),
                  ("before child s", "before_child_s", 2), ("after child s", "after_child_s", 2),
-                 ("bench _exec wall s", "exec_wall_s", 2), ("process overhead s", "process_overhead_s", 2)]
+                 ("one-run process wall s", "exec_wall_s", 2), ("process overhead s", "process_overhead_s", 2)]
     mem_cols = [("**step RSS during child MB**", "step_rss_during_child_mb", 0),
                 ("step RSS peak MB", "step_rss_peak_mb", 0),
                 ("step CPU s during child", "step_cpu_during_child_s", 2),

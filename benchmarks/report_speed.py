@@ -13,7 +13,7 @@ repeats except the OS page cache, which is warm):
 - `build_report_db`: `dbt build` into a temp report DB, renamed into place;
 - baseline in the same run: `dbt parse` alone (dbt's own start-up and project parse, the floor of any dbt
   invocation), so the ratio says how much of the build is our SQL;
-- each check of `bench_assets/report/campaign_checks.py` against the built warehouse (provenance hashes
+- each check of `bench_assets/rf100vl/warehouse_checks.py` against the built warehouse (provenance hashes
   the 6,000 small artifact files; its sha256 cache is emptied before each timing, so this is the cold cost).
 
     .venv/bin/python benchmarks/report_speed.py [--models 20] [--datasets 100] [--repeat 3]
@@ -37,8 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench_assets.report import campaign_checks as cc  # noqa: E402
-from bench_assets.report.warehouse import rebuild_warehouse  # noqa: E402
+from bench_assets.platform.warehouse import rebuild_warehouse  # noqa: E402
+from bench_assets.rf100vl import warehouse_checks as cc  # noqa: E402
 from tests.synthetic_campaign import make_campaign  # noqa: E402
 
 LOAD_AND_BUILD_TARGET_S = 30.0

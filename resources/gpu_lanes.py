@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
 
-from bench_assets.lanes import Lane, lease_lane, plan_lanes
+from resources.lanes import Lane, lanes_from_env, lease_lane
 from resources.paths import bench_home_path
 
 
@@ -28,12 +27,8 @@ class GpuLanes(dg.ConfigurableResource):
     lease_timeout_s: float = 6 * 3600.0
 
     def lanes(self) -> list[Lane]:
-        env = os.environ
-        gpus = self.gpus or env.get("BENCH_GPUS", "")
-        return plan_lanes([g.strip() for g in gpus.split(",") if g.strip()],
-                          self.jobs_per_gpu or int(env.get("BENCH_JOBS_PER_GPU", "1")),
-                          self.cpu_lanes or int(env.get("BENCH_CPU_LANES", "1")),
-                          self.threads_per_lane or int(env.get("BENCH_THREADS_PER_LANE", "1")))
+        return lanes_from_env(gpus=self.gpus, jobs_per_gpu=self.jobs_per_gpu, cpu_lanes=self.cpu_lanes,
+                              threads_per_lane=self.threads_per_lane)
 
     @contextmanager
     def lease(self, holder: str) -> Iterator[Lane]:

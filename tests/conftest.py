@@ -35,7 +35,7 @@ def bench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def instance(bench_home: Path) -> Iterator[object]:
-    from bench_assets.instance import open_instance
+    from bench_assets.platform.instance import open_instance
 
     inst = open_instance(bench_home)
     yield inst

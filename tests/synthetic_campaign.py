@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_assets.fsutil import atomic_write_json
+from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.rf100vl.catalog import load_catalog, suite_members
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, fingerprint, scoring_code_sha256
 from bench_assets.rf100vl.recipes import PROTOCOL_VERSION

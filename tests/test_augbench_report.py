@@ -19,8 +19,8 @@ import pytest
 
 from bench_assets.augbench.paper_report import PaperReportError, render_paper_report
 from bench_assets.report.dbt_assets import ReportBuildError, build_report_db, report_db_path
-from bench_assets.report.schema import TABLE_SCHEMAS, create_sql
 from tests.conftest import run_bench
+from tests.tables import ALL_TABLES, TABLE_SCHEMAS, create_sql
 
 AX, TV, KO, PIL = "albumentationsx", "torchvision", "kornia", "pillow"
 CONFIGS = {"rgb-micro": ("rgb", "micro", "cpu"), "video-micro": ("video", "micro", "cpu")}
@@ -312,12 +312,12 @@ def test_the_smoke_config_end_to_end(bench_home: Path) -> None:
     without its Dagster run and the RF100-VL report (about 15 s less). Once augbench/paper_report is in
     report_job, dropping `--no-report` and the three calls tests the same through Dagster.
     """
-    from bench_assets.report.warehouse import rebuild_warehouse
+    from bench_assets.platform.warehouse import rebuild_warehouse
 
     r = run_bench("augbench", "run", "--config", "configs/smoke/rgb-micro-smoke.yaml", "--no-report",
                   home=bench_home, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    counts = rebuild_warehouse(bench_home, bench_home / "warehouse.duckdb")
+    counts = rebuild_warehouse(bench_home, bench_home / "warehouse.duckdb", ALL_TABLES)
     assert (counts["augbench_cells"], counts["augbench_planned"]) == (24, 24)
     build_report_db(bench_home)
     rows = query(report_db_path(bench_home), "SELECT * FROM augbench_paper_table")

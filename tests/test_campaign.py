@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import dagster as dg
 import duckdb
 import pytest
 
+from bench_assets.report.jobs import warehouse_job
+from bench_assets.rf100vl.jobs import campaign_job, dataset_job, eval_job, rescore_job, train_job
 from bench_assets.rf100vl.recipes import RECIPES_DIR
 from tests.conftest import BENCH, REPO
 
@@ -45,14 +48,16 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def inst(home: Path):  # noqa: ANN201
-    from bench_assets.instance import execute, open_instance, register_model_partition, register_partitions
+    from bench_assets.cli.location import run_job
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
     from bench_assets.rf100vl.sources import SourceSpec, register
 
     instance = open_instance(home)
     for name in ("mini-tiny", "mini-shapes"):
         register(home / "sources", name, SourceSpec(kind="mini", suites=["mini"]))
         register_partitions(instance, [name])
-        assert execute(instance, "rf100vl_dataset_job", partition_key=name).success
+        assert run_job(instance, dataset_job, partition_key=name).success
     register_model_partition(instance, "yolo9-t")
     yield instance
     instance.dispose()
@@ -70,10 +75,10 @@ def _key(ds: str) -> dg.MultiPartitionKey:
 
 
 def _run(inst, job: str, ds: str, **checkpoint_cfg):  # noqa: ANN001, ANN003, ANN202
-    from bench_assets.instance import execute
+    from bench_assets.cli.location import run_job
 
     cfg = {"ops": {"rf100vl__checkpoint": {"config": checkpoint_cfg}}} if checkpoint_cfg else None
-    return execute(inst, job, partition_key=_key(ds), run_config=cfg)
+    return run_job(inst, job, partition_key=_key(ds), run_config=cfg)
 
 
 def _meta(inst, asset: str, ds: str) -> dict:  # noqa: ANN001
@@ -87,7 +92,7 @@ def test_train_predict_score_then_reuse(inst, home: Path, tmp_path_factory) -> N
     from bench_assets.rf100vl.models import register_model
 
     register_model(home, "yolo9-t", str(recipe), datasets=["mini-tiny"])  # coverage is judged against this list
-    out = _run(inst, "rf100vl_campaign_job", "mini-tiny")
+    out = _run(inst, campaign_job, "mini-tiny")
     assert out.success, out.errors
     ck = _meta(inst, "checkpoint", "mini-tiny")
     assert ck["epochs"] == 2 and ck["reused_finished_run"] is False and ck["run_variant"] == "standard"
@@ -107,14 +112,14 @@ def test_train_predict_score_then_reuse(inst, home: Path, tmp_path_factory) -> N
     dets = json.loads(gzip.decompress(Path(pred["path"]).read_bytes()))
     assert all(round(v, 2) == v for d in dets[:200] for v in d["bbox"])
 
-    again = _run(inst, "rf100vl_campaign_job", "mini-tiny")
+    again = _run(inst, campaign_job, "mini-tiny")
     assert again.success, again.errors
     assert _meta(inst, "checkpoint", "mini-tiny")["reused_finished_run"] is True
     assert _meta(inst, "scores", "mini-tiny")["recomputed"] is False
 
-    from bench_assets.instance import execute
+    from bench_assets.cli.location import run_job
 
-    assert execute(inst, "warehouse_job").success
+    assert run_job(inst, warehouse_job).success
     con = duckdb.connect(str(home / "warehouse.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM runs WHERE dataset='mini-tiny'").fetchone() == (1,)
     assert con.execute("SELECT count(*) FROM epochs WHERE dataset='mini-tiny'").fetchone() == (2,)
@@ -122,7 +127,7 @@ def test_train_predict_score_then_reuse(inst, home: Path, tmp_path_factory) -> N
 
 
 def test_oom_restarts_with_fallback_batch_and_keeps_effective_batch(inst, home: Path) -> None:  # noqa: ANN001
-    out = _run(inst, "rf100vl_train_job", "mini-shapes", fault_oom_at_step=1, fault_oom_only_above_batch=4)
+    out = _run(inst, train_job, "mini-shapes", fault_oom_at_step=1, fault_oom_only_above_batch=4)
     assert out.success, out.errors
     ck = _meta(inst, "checkpoint", "mini-shapes")
     assert ck["variants_tried"] == ["standard", "oom_fallback"] and ck["run_variant"] == "oom_fallback"
@@ -139,7 +144,13 @@ def test_kill_mid_training_then_resume(inst, home: Path, tmp_path_factory) -> No
     register_model(home, "yolo9-t", str(recipe))
     cfg = json.dumps({"ops": {"rf100vl__checkpoint": {"config": {"fault_sleep_per_step_s": 0.6}}}})
     env = {**os.environ}
-    proc = subprocess.Popen([*BENCH, "_exec", "rf100vl_train_job", "mini-tiny|yolo9-t", "--config", cfg], cwd=REPO,
+    # One partition's run in a process of its own (as a run-pool worker holds it), to be killed mid-training.
+    script = ("import json, sys; import dagster as dg; from bench_assets.cli.location import run_job; "
+              "from bench_assets.platform.instance import open_instance; from bench_assets.rf100vl.jobs import "
+              "train_job; from resources.paths import bench_home_path; "
+              "run_job(open_instance(bench_home_path()), train_job, run_config=json.loads(sys.argv[1]), "
+              "partition_key=dg.MultiPartitionKey({'dataset': 'mini-tiny', 'model': 'yolo9-t'}))")
+    proc = subprocess.Popen([sys.executable, "-c", script, cfg], cwd=REPO,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 240
     last = None
@@ -158,19 +169,19 @@ def test_kill_mid_training_then_resume(inst, home: Path, tmp_path_factory) -> No
     while time.monotonic() < deadline and _training_children():
         time.sleep(0.2)
     assert _training_children() == [], "the training child outlived the killed step (it would keep a lane busy)"
-    out = _run(inst, "rf100vl_train_job", "mini-tiny")
+    out = _run(inst, train_job, "mini-tiny")
     assert out.success, out.errors
     stats = json.loads((last.parent.parent / "stats.json").read_text())
     assert stats["resumed"] is True and stats["resumed_from_epoch"] >= 2 and stats["epochs_done"] == 3
 
 
 def test_timeout_kills_child_tree_and_fails_only_that_partition(inst, home: Path) -> None:  # noqa: ANN001
-    out = _run(inst, "rf100vl_train_job", "mini-shapes", force=True, timeout_minutes=0.05,
+    out = _run(inst, train_job, "mini-shapes", force=True, timeout_minutes=0.05,
                fault_sleep_per_step_s=2.0)
     assert not out.success and any("timed out" in e for e in out.errors), out.errors
     time.sleep(1)
     assert _training_children() == []
-    assert _run(inst, "rf100vl_campaign_job", "mini-tiny").success  # the other partition is untouched
+    assert _run(inst, campaign_job, "mini-tiny").success  # the other partition is untouched
 
 
 def test_bad_recipe_fails_its_partition_with_the_field(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
@@ -178,7 +189,7 @@ def test_bad_recipe_fails_its_partition_with_the_field(inst, home: Path, tmp_pat
     doc = json.loads((RECIPES_DIR / "yolo9.json").read_text())
     doc["protocol"]["epochz"] = 3
     bad.write_text(json.dumps(doc))
-    out = _run(inst, "rf100vl_train_job", "mini-tiny", recipe=str(bad))
+    out = _run(inst, train_job, "mini-tiny", recipe=str(bad))
     assert not out.success and any("protocol.epochz" in e for e in out.errors), out.errors
 
 
@@ -194,9 +205,9 @@ def test_corrupt_predictions_fail_scoring_clearly(inst, home: Path) -> None:  # 
     dets[-1]["score"] = float("nan")
     path.write_bytes(gzip.compress(json.dumps(dets).encode()))
     try:
-        from bench_assets.instance import execute
+        from bench_assets.cli.location import run_job
 
-        out = execute(inst, "rf100vl_rescore_job", partition_key=_key("mini-tiny"))
+        out = run_job(inst, rescore_job, partition_key=_key("mini-tiny"))
         assert not out.success
         text = " ".join(out.errors)
         assert "987654" in text or "unknown image" in text, text
@@ -210,19 +221,19 @@ def test_corrupt_checkpoint_fails_predictions_then_retrains(inst, home: Path) ->
     run_dir, stats = current_run(home / "runs", "yolo9-t", "mini-tiny")
     best = Path(stats["best_checkpoint"])
     best.write_bytes(best.read_bytes()[:1000])  # a truncated checkpoint
-    out = _run(inst, "rf100vl_eval_job", "mini-tiny")
+    out = _run(inst, eval_job, "mini-tiny")
     assert not out.success and any("does not match its recorded SHA-256" in e for e in out.errors), out.errors
-    again = _run(inst, "rf100vl_train_job", "mini-tiny")
+    again = _run(inst, train_job, "mini-tiny")
     assert again.success, again.errors
     assert any(p.name.startswith(run_dir.name + ".corrupt-") for p in run_dir.parent.iterdir())
-    assert _run(inst, "rf100vl_eval_job", "mini-tiny").success
+    assert _run(inst, eval_job, "mini-tiny").success
 
 
 def test_rescore_reports_drift(inst, home: Path) -> None:  # noqa: ANN001
-    from bench_assets.instance import execute
-    from bench_assets.rescore import rescore_all
+    from bench_assets.cli.location import run_job
+    from bench_assets.rf100vl.rescore import rescore_all
 
-    assert execute(inst, "rf100vl_campaign_job", partition_key=_key("mini-tiny")).success
+    assert run_job(inst, campaign_job, partition_key=_key("mini-tiny")).success
     assert rescore_all(home, model="yolo9-t") == 0
     score_file = sorted((home / "eval" / "yolo9-t" / "mini-tiny").glob("*.score.json"),
                         key=lambda p: p.stat().st_mtime)[-1]
@@ -245,5 +256,5 @@ def test_bench_train_cli_runs_partitions_longest_first(inst, home: Path, tmp_pat
     rows = [line.split()[0] for line in r.stdout.splitlines() if "|yolo9-t" in line and " ok " in line]
     assert sorted(rows) == ["mini-shapes|yolo9-t", "mini-tiny|yolo9-t"]
     priorities = {run.tags.get("dagster/priority") for run in inst.get_runs(limit=5)
-                  if run.job_name == "rf100vl_train_job"}
+                  if run.job_name == train_job.name}
     assert {"48", "20"} <= priorities  # train-image counts order the queue

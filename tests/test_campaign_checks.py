@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.report import campaign_checks as cc
-from bench_assets.report.warehouse import rebuild_warehouse
+from bench_assets.platform.warehouse import rebuild_warehouse
+from bench_assets.report.jobs import warehouse_job
+from bench_assets.rf100vl import warehouse_checks as cc
 from tests.synthetic_campaign import make_campaign
+from tests.tables import ALL_TABLES
 
 CHECKS = (cc.selection_vs_test, cc.adjacent_size_gap, cc.coverage, cc.protocol_conformance, cc.scoring_integrity,
           cc.provenance)
@@ -36,7 +38,7 @@ def home(clean_campaign: Path, tmp_path: Path) -> Path:
 
 def _load(home: Path) -> Path:
     wh = home / "warehouse.duckdb"
-    rebuild_warehouse(home, wh)
+    rebuild_warehouse(home, wh, ALL_TABLES)
     return wh
 
 
@@ -163,7 +165,7 @@ def test_scoring_integrity_catches_minus_one_headline_bucket_and_parity(home: Pa
 
 
 def test_scoring_integrity_catches_a_submission_headline_that_is_not_its_mean(home: Path) -> None:
-    from bench_assets.fsutil import atomic_write_json
+    from bench_assets.platform.fsutil import atomic_write_json
     from bench_assets.rf100vl.submission import build_submission, submission_path
 
     doc = build_submission(home, "syna-t", tree={"commit": "x", "dirty": False, "changed_files": []})
@@ -199,17 +201,18 @@ def test_provenance_catches_missing_and_altered_artifacts(home: Path) -> None:
 
 
 def test_checks_run_through_dagster_and_fail_the_cli_outcome(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench_assets.instance import execute, open_instance
+    from bench_assets.cli.location import run_job
+    from bench_assets.platform.instance import open_instance
 
     monkeypatch.setenv("BENCH_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
     instance = open_instance(home)
     try:
-        ok = execute(instance, "warehouse_job")
+        ok = run_job(instance, warehouse_job)
         assert ok.success, ok.errors
         ds = _datasets(home)[0]
         _edit(_current_stats_file(home, "syna-t", ds), lambda d: d.update(valid_mAP50_95=0.99))
-        bad = execute(instance, "warehouse_job")
+        bad = run_job(instance, warehouse_job)
         assert not bad.success
         assert any(e.startswith("check selection_vs_test failed on report/warehouse") and ds in e for e in bad.errors)
     finally:
@@ -222,8 +225,9 @@ def test_readers_never_meet_the_loaders_lock(home: Path) -> None:
     import sys
 
     wh = _load(home)
-    loop = ("import sys; from pathlib import Path; from bench_assets.report.warehouse import rebuild_warehouse\n"
-            "for i in range(int(sys.argv[3])): rebuild_warehouse(Path(sys.argv[1]), Path(sys.argv[2]))\n"
+    loop = ("import sys; from pathlib import Path; from bench_assets.platform.warehouse import rebuild_warehouse\n"
+            "from tests.tables import ALL_TABLES\n"
+            "for i in range(int(sys.argv[3])): rebuild_warehouse(Path(sys.argv[1]), Path(sys.argv[2]), ALL_TABLES)\n"
             "print('loads done')")
     loader = subprocess.Popen([sys.executable, "-c", loop, str(home), str(wh), "15"], stdout=subprocess.PIPE,
                               text=True)

@@ -10,10 +10,13 @@ import duckdb
 from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
-from bench_assets.instance import execute, register_partitions
-from bench_assets.report.warehouse import rebuild_warehouse
-from bench_assets.rf100vl.sensors import DATASET_JOB, DATASET_OP
+from bench_assets.cli.location import run_job
+from bench_assets.platform.warehouse import rebuild_warehouse
+from bench_assets.report.jobs import warehouse_job
+from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job
+from bench_assets.rf100vl.partitions import register_partitions
 from tests.conftest import CORPUS, broken
+from tests.tables import ALL_TABLES
 
 DATASET_KEY = dg.AssetKey(["rf100vl", "dataset"])
 
@@ -21,7 +24,7 @@ DATASET_KEY = dg.AssetKey(["rf100vl", "dataset"])
 def _import(instance, name: str, path: Path):  # noqa: ANN001, ANN202
     register_partitions(instance, [name])
     cfg = {"ops": {DATASET_OP: {"config": {"source": str(path)}}}}
-    return execute(instance, DATASET_JOB, partition_key=name, run_config=cfg)
+    return run_job(instance, dataset_job, partition_key=name, run_config=cfg)
 
 
 def _checks(instance, name: str) -> dict[str, bool | None]:  # noqa: ANN001
@@ -40,7 +43,7 @@ def _checks(instance, name: str) -> dict[str, bool | None]:  # noqa: ANN001
 
 def test_mini_partition_materializes_with_metadata_and_green_checks(instance, bench_home: Path) -> None:
     register_partitions(instance, ["mini-dense"])
-    outcome = execute(instance, DATASET_JOB, partition_key="mini-dense")
+    outcome = run_job(instance, dataset_job, partition_key="mini-dense")
     assert outcome.success, outcome.errors
     ev = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=DATASET_KEY,
                                                                asset_partitions=["mini-dense"]), limit=1)
@@ -58,7 +61,7 @@ def test_mini_partition_materializes_with_metadata_and_green_checks(instance, be
 def test_bad_partition_fails_alone_and_loses_nothing(instance, bench_home: Path, tmp_path: Path) -> None:
     good = _import(instance, "good", broken("valid_base", tmp_path))
     assert good.success
-    assert execute(instance, "warehouse_job").success
+    assert run_job(instance, warehouse_job).success
     wh = bench_home / "warehouse.duckdb"
     before = duckdb.connect(str(wh), read_only=True).execute("SELECT * FROM datasets").fetchall()
 
@@ -72,7 +75,7 @@ def test_bad_partition_fails_alone_and_loses_nothing(instance, bench_home: Path,
     # re-import of a broken version of `good` keeps the good version current
     bad_good = _import(instance, "good", broken("unknown_category", tmp_path))
     assert not bad_good.success and "category" in bad_good.errors[0]
-    assert execute(instance, "warehouse_job").success
+    assert run_job(instance, warehouse_job).success
     after = duckdb.connect(str(wh), read_only=True).execute("SELECT * FROM datasets").fetchall()
     assert after == before
     assert _checks(instance, "good")["lock_matches_files"] is True
@@ -99,9 +102,9 @@ def test_lock_check_on_stored_files_fails_after_tampering(instance, bench_home, 
     from bench_assets.rf100vl.store import load_record
 
     rec = load_record(bench_home / "datasets", "ds")
-    assert execute(instance, DATASET_JOB, partition_key="ds", checks_only=True).success
+    assert run_job(instance, dataset_job, partition_key="ds", checks_only=True).success
     (rec.path / "test" / "extra.png").write_bytes(b"unlisted")
-    outcome = execute(instance, DATASET_JOB, partition_key="ds", checks_only=True)
+    outcome = run_job(instance, dataset_job, partition_key="ds", checks_only=True)
     assert not outcome.success
     assert [e for e in outcome.errors if "lock_matches_files" in e and "no image lists" in e], outcome.errors
     assert _checks(instance, "ds")["lock_matches_files"] is False
@@ -116,7 +119,7 @@ def test_hygiene_check_catches_planted_id_zero(instance, bench_home: Path, tmp_p
     doc = json.loads(ann.read_text())
     doc["annotations"][0]["id"] = 0
     ann.write_text(json.dumps(doc))
-    outcome = execute(instance, DATASET_JOB, partition_key="ds", checks_only=True)  # re-check what is stored
+    outcome = run_job(instance, dataset_job, partition_key="ds", checks_only=True)  # re-check what is stored
     assert _checks(instance, "ds")["hygiene"] is False
     assert not outcome.success
 
@@ -126,12 +129,12 @@ def test_warehouse_rebuilds_identically_from_artifacts(instance, bench_home: Pat
         assert _import(instance, name, broken("valid_base" if name == "a" else "bbox_slightly_outside",
                                                tmp_path / name)).success
     wh = bench_home / "warehouse.duckdb"
-    rebuild_warehouse(bench_home, wh)
+    rebuild_warehouse(bench_home, wh, ALL_TABLES)
     q = "SELECT * EXCLUDE (path) FROM datasets ORDER BY dataset"
     first = duckdb.connect(str(wh), read_only=True).execute(q).fetchall()
     splits = duckdb.connect(str(wh), read_only=True).execute("SELECT count(*) FROM dataset_splits").fetchone()
     wh.unlink()
-    counts = rebuild_warehouse(bench_home, wh)
+    counts = rebuild_warehouse(bench_home, wh, ALL_TABLES)
     artifact_tables = {t: counts[t] for t in ("datasets", "dataset_splits", "runs", "epochs", "scores")}
     assert artifact_tables == {"datasets": 2, "dataset_splits": 6, "runs": 0, "epochs": 0, "scores": 0}
     assert splits == (6,)

@@ -20,7 +20,7 @@ import duckdb
 import pytest
 
 from bench_assets.report.dbt_assets import ReportBuildError, build_report_db, prepare_manifest, report_db_path
-from bench_assets.report.schema import TABLE_SCHEMAS, create_sql
+from tests.tables import TABLE_SCHEMAS, create_sql
 
 NOT_IN_CATALOG = "(not in RF100-VL)"
 CATALOG = {"aerial-a": "Aerial", "aerial-b": "Aerial", "doc-a": "Document", "doc-b": "Document",
@@ -233,7 +233,7 @@ def test_published_comparison_ranks_everyone_against_the_best_published(built: t
 
 
 def test_model_comparison_is_a_deterministic_paired_bootstrap(built: tuple[Path, dict]) -> None:
-    from bench_assets.report.comparison import paired_bootstrap
+    from bench_assets.rf100vl.comparison import paired_bootstrap
 
     home, _ = built
     rows = query(report_db_path(home), "SELECT * FROM model_comparison")
@@ -490,14 +490,21 @@ def test_a_missing_or_stale_manifest_is_named_not_silently_used(tmp_path: Path,
     monkeypatch.setattr(dbt_assets, "MANIFEST_PATH", manifest)
     monkeypatch.setattr(dbt_assets, "_FINGERPRINT_PATH", manifest.with_name("manifest.fingerprint"))
     monkeypatch.delenv("DAGSTER_IS_DEV_CLI", raising=False)
+    monkeypatch.setattr(dbt_assets, "_UNPREPARED_OK", False)
     with pytest.raises(ReportBuildError, match="is missing .* prepare_manifest"):
         dbt_assets._manifest_for_definitions()
     manifest.parent.mkdir()
     manifest.write_text("{}")
     manifest.with_name("manifest.fingerprint").write_text(dbt_assets.project_fingerprint())
     assert dbt_assets.manifest_is_fresh()
-    model = project / "models" / "marts" / "leaderboard.sql"
+    model = project / "models" / "marts" / "rf100vl" / "leaderboard.sql"
     model.write_text(model.read_text() + "\n-- edited\n")
     assert not dbt_assets.manifest_is_fresh()
     with pytest.raises(ReportBuildError, match="is stale"):
         dbt_assets._manifest_for_definitions()
+    # A process that never builds the report (`bench`'s dataset, training, augbench runs) loads the stale one
+    # as it is, and without any manifest leaves the dbt assets out instead of parsing.
+    monkeypatch.setattr(dbt_assets, "_UNPREPARED_OK", True)
+    assert dbt_assets._manifest_for_definitions() == manifest
+    manifest.unlink()
+    assert dbt_assets._manifest_for_definitions() is None and dbt_assets._define_report_dbt_assets() is None

@@ -24,7 +24,7 @@ SCRIPT = r'''
 import contextlib, io, json, sys
 from pathlib import Path
 from bench_assets.cli import main
-from bench_assets.fsutil import DiskSpaceError
+from bench_assets.platform.fsutil import DiskSpaceError
 from bench_assets.rf100vl.sources import SourceSpec
 from bench_assets.rf100vl.store import materialize_dataset
 

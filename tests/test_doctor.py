@@ -10,8 +10,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from bench_assets.doctor import diagnose, doctor_main
-from bench_assets.instance import HOST_TAG, PID_TAG
+from bench_assets.platform.doctor import diagnose, doctor_main
+from bench_assets.platform.instance import HOST_TAG, PID_TAG
 from tests.test_fault_litter import HOLD_SCRATCH, dead_pid, holding
 
 

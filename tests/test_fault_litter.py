@@ -10,15 +10,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_assets.fsutil import staging_dir, sweep_orphans
+from bench_assets.platform.fsutil import staging_dir, sweep_orphans
+from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.report.dbt_assets import _report_build
-from bench_assets.report.warehouse import rebuild_warehouse
 from tests.conftest import REPO
+from tests.tables import ALL_TABLES
 
 HOLD_SCRATCH = """
 import sys, time
 from pathlib import Path
-from bench_assets.fsutil import staging_dir
+from bench_assets.platform.fsutil import staging_dir
 with staging_dir(Path(sys.argv[1]), sys.argv[2]) as tmp:
     (tmp / "payload.bin").write_bytes(b"x" * 100_000)
     print(tmp, flush=True)
@@ -101,7 +102,7 @@ def test_legacy_scratch_without_a_pid_is_swept_only_after_an_hour(tmp_path: Path
 
 def test_killed_report_build_scratch_is_swept_by_the_next_report_build(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    rebuild_warehouse(home, home / "warehouse.duckdb")
+    rebuild_warehouse(home, home / "warehouse.duckdb", ALL_TABLES)
     with holding(HOLD_REPORT_BUILD, str(home)) as (killed, orphan):
         assert orphan.parent == home and orphan.name.startswith(".tmp-report-")
         kill9(killed)
@@ -122,7 +123,7 @@ def test_dead_loaders_temp_files_are_removed_at_the_next_rebuild(tmp_path: Path)
     with holding(HOLD_SCRATCH, str(tmp_path / "elsewhere"), "x") as (live, _):
         live_one = home / f".warehouse.duckdb.{live.pid}.tmp"  # a pid that is alive is never assumed dead
         live_one.write_bytes(b"\0")
-        rebuild_warehouse(home, home / "warehouse.duckdb")
+        rebuild_warehouse(home, home / "warehouse.duckdb", ALL_TABLES)
         assert not [p for p in leftovers if p.exists()]
         assert live_one.exists()
     assert (home / "warehouse.duckdb").is_file()

@@ -21,8 +21,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bench_assets.instance import execute, register_partitions
-from bench_assets.rf100vl.sensors import DATASET_JOB, DATASET_OP, inbox_requests, inbox_sensor, refusal_marker
+from bench_assets.cli.location import run_job
+from bench_assets.rf100vl.inbox import refusal_marker
+from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job
+from bench_assets.rf100vl.partitions import register_partitions
+from bench_assets.rf100vl.sensors import inbox_requests, inbox_sensor
 from resources.bench_home import BenchHome
 from tests.conftest import CORPUS
 from tests.hf_standin import hf_standin, isolate_hub_env
@@ -73,7 +76,7 @@ def _plant_victim(case_root: Path) -> Path:
 def _import(instance, name: str, source: Path | None = None):  # noqa: ANN001, ANN202
     register_partitions(instance, [name])
     cfg = {"ops": {DATASET_OP: {"config": {"source": str(source)}}}} if source else None
-    return execute(instance, DATASET_JOB, partition_key=name, run_config=cfg)
+    return run_job(instance, dataset_job, partition_key=name, run_config=cfg)
 
 
 def _assert_refused(outcome, name: str, home: Path, phrase: str) -> None:  # noqa: ANN001
@@ -168,7 +171,7 @@ def test_inbox_source_refuses_and_says_so_beside_the_entry(instance, bench_home:
     request = next(r for r in result.run_requests if r.partition_key == "hostile")
     before = _tree(tmp_path)
     register_partitions(instance, ["hostile"])
-    outcome = execute(instance, DATASET_JOB, partition_key="hostile", run_config=request.run_config)
+    outcome = run_job(instance, dataset_job, partition_key="hostile", run_config=request.run_config)
     _assert_refused(outcome, "hostile", bench_home, "climbs out of its split folder")
     touched = _touched(before, _tree(tmp_path), bench_home, tmp_path)
     marker = refusal_marker(entry)
@@ -194,11 +197,11 @@ def test_inbox_marker_goes_away_when_the_entry_imports(instance, bench_home: Pat
     entry = _case("file_name_subdir", inbox / "fixable")
     config = {"ops": {DATASET_OP: {"config": {"source": str(entry), "suite": "inbox"}}}}
     register_partitions(instance, ["fixable"])
-    assert not execute(instance, DATASET_JOB, partition_key="fixable", run_config=config).success
+    assert not run_job(instance, dataset_job, partition_key="fixable", run_config=config).success
     assert refusal_marker(entry).exists()
     shutil.rmtree(entry)
     _case("valid_base", entry)
-    assert execute(instance, DATASET_JOB, partition_key="fixable", run_config=config).success
+    assert run_job(instance, dataset_job, partition_key="fixable", run_config=config).success
     assert not refusal_marker(entry).exists()
 
 

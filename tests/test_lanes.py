@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.lanes import NoLaneFree, lanes_from_env, lease_lane, plan_lanes
+from resources.lanes import NoLaneFree, lanes_from_env, lease_lane, plan_lanes
 from tests.conftest import REPO
 
 
@@ -35,7 +35,7 @@ def test_lease_is_released_when_the_holder_is_killed(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from bench_assets.lanes import lease_lane, plan_lanes
+        from resources.lanes import lease_lane, plan_lanes
         with lease_lane(plan_lanes([], 1, 1, 1), Path({str(tmp_path)!r}), "victim"):
             print("held", flush=True)
             os.kill(os.getpid(), signal.SIGKILL)

@@ -227,7 +227,7 @@ def test_scores_asset_records_logs_and_shows_the_warning(tmp_path: Path) -> None
 
 def test_rescore_warns_on_an_empty_list_and_reports_a_refused_file(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from bench_assets.rescore import rescore_all
+    from bench_assets.rf100vl.rescore import rescore_all
     from bench_assets.rf100vl.score_assets import compute_scores
 
     home = tmp_path / "home"

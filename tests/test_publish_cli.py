@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.fsutil import atomic_write_json
+from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.rf100vl.submission import build_submission, submission_path
 from tests.conftest import run_bench
 from tests.hf_standin import hf_standin, isolate_hub_env

@@ -9,8 +9,8 @@ import duckdb
 import pytest
 from PIL import Image
 
-from bench_assets.report.render import ReportSchemaError, render_report
-from bench_assets.report.schema import create_sql
+from bench_assets.rf100vl.report_page import ReportSchemaError, render_report
+from tests.tables import create_sql
 
 EVIL = 'imp<script>alert("x")</script>'
 

@@ -9,16 +9,17 @@ from pathlib import Path
 
 import duckdb
 
-from bench_assets.report.warehouse import rebuild_warehouse
+from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.rf100vl.sources import local_spec
 from bench_assets.rf100vl.store import materialize_dataset
 from tests.conftest import REPO, broken
+from tests.tables import ALL_TABLES
 
 
 def test_dbt_staging_builds_over_the_warehouse_read_only(tmp_path: Path) -> None:
     home = tmp_path / "home"
     materialize_dataset(home, "ds", local_spec(broken("valid_base", tmp_path)), home / "cache")
-    rebuild_warehouse(home, home / "warehouse.duckdb")
+    rebuild_warehouse(home, home / "warehouse.duckdb", ALL_TABLES)
     before = (home / "warehouse.duckdb").read_bytes()
     env = {**os.environ, "BENCH_HOME": str(home), "DBT_LOG_PATH": str(tmp_path / "dbt-logs"),
            "DBT_TARGET_PATH": str(tmp_path / "dbt-target")}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.report.warehouse import read_table
+from bench_assets.platform.warehouse import query
 from bench_assets.rf100vl.submission import build_submission, import_submission
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
@@ -35,14 +35,14 @@ def test_bench_report_builds_every_mart_with_the_imported_model(bench_home: Path
 
     report = bench_home / "report.duckdb"
     for mart in ("leaderboard", "domain_scores", "dataset_scores", "weakest_datasets", "published_comparison"):
-        models = {r["model"] for r in read_table(report, f"SELECT DISTINCT model FROM {mart}")}
+        models = {r["model"] for r in query(report, f"SELECT DISTINCT model FROM {mart}")}
         assert "otherlab-detr-s" in models, mart
         assert {"syna-t", "syna-s", "syna-m", "syna-c"} <= models, mart
-    pairs = read_table(report, "SELECT model_a, model_b FROM model_comparison")
+    pairs = query(report, "SELECT model_a, model_b FROM model_comparison")
     assert any("otherlab-detr-s" in (p["model_a"], p["model_b"]) for p in pairs)
     assert len(pairs) == 10  # every unordered pair of 5 models
-    lead = {r["model"]: r for r in read_table(report, "SELECT * FROM leaderboard")}
-    scores = read_table(bench_home / "warehouse.duckdb",
+    lead = {r["model"]: r for r in query(report, "SELECT * FROM leaderboard")}
+    scores = query(bench_home / "warehouse.duckdb",
                         "SELECT avg(mAP50_95) AS m FROM scores WHERE is_current AND model = 'syna-m'")
     assert lead["syna-m"]["mAP50_95"] == pytest.approx(scores[0]["m"])
     assert lead["syna-m"]["datasets_scored"] == 6 and lead["syna-m"]["datasets_expected"] == 6
@@ -60,7 +60,7 @@ def test_bench_report_builds_every_mart_with_the_imported_model(bench_home: Path
 def test_failing_checks_head_the_report_and_the_metadata(bench_home: Path) -> None:
     import dagster as dg
 
-    from bench_assets.instance import open_instance
+    from bench_assets.platform.instance import open_instance
 
     make_campaign(bench_home, n_models=2, n_datasets=4, seed=11)
     stats = sorted(bench_home.glob("runs/syna-t/*/*/stats.json"))[0]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.safe_tar import UnsafeArchiveError, dataset_root, safe_extract
+from bench_assets.platform.archives import UnsafeArchiveError, dataset_root, safe_extract
 from tests.conftest import CORPUS
 
 TARS = CORPUS / "tars"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from bench_assets.rf100vl.jobs import catalog_job, dataset_job
 from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
 from bench_assets.rf100vl.preflight import (
     PLATFORM_TRAIN_FIELDS,
@@ -41,10 +42,10 @@ def test_inbox_sensor_registers_partition_and_requests_run(instance, bench_home:
     assert req.run_config["ops"]["rf100vl__dataset"]["config"]["source"] == str(inbox / "lab-shapes")
 
     # the run it asks for imports the dataset
-    from bench_assets.instance import execute
+    from bench_assets.cli.location import run_job
 
     instance.add_dynamic_partitions(DATASET_PARTITIONS_NAME, ["lab-shapes"])
-    outcome = execute(instance, "rf100vl_dataset_job", partition_key="lab-shapes", run_config=req.run_config)
+    outcome = run_job(instance, dataset_job, partition_key="lab-shapes", run_config=req.run_config)
     assert outcome.success, outcome.errors
     assert (bench_home / "datasets" / "lab-shapes" / "CURRENT").exists()
 
@@ -92,7 +93,7 @@ def test_installed_libreyolo_has_every_field_the_platform_sets() -> None:
 
 
 def test_catalog_preflight_checks_pass(instance) -> None:
-    from bench_assets.instance import execute
+    from bench_assets.cli.location import run_job
 
-    outcome = execute(instance, "rf100vl_catalog_job")
+    outcome = run_job(instance, catalog_job)
     assert outcome.success, outcome.errors

@@ -79,10 +79,12 @@ def test_catalogue_dataset_from_hf_mirror_through_the_asset(instance, bench_home
         monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
         monkeypatch.setenv("HF_TOKEN", "hf_TESTTOKEN_abcdefghijklmnop")
         monkeypatch.setenv("BENCH_HF_REPO", "org/rf100vl-mirror")
-        from bench_assets.instance import execute, register_partitions
+        from bench_assets.cli.location import run_job
+        from bench_assets.rf100vl.jobs import dataset_job
+        from bench_assets.rf100vl.partitions import register_partitions
 
         register_partitions(instance, ["actions"])
-        outcome = execute(instance, "rf100vl_dataset_job", partition_key="actions")
+        outcome = run_job(instance, dataset_job, partition_key="actions")
     assert not outcome.success
     assert [e for e in outcome.errors if "class_count_matches_catalog" in e]
     assert not [e for e in outcome.errors if "lock_matches_files" in e]

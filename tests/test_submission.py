@@ -8,7 +8,7 @@ from statistics import fmean
 
 import pytest
 
-from bench_assets.report.warehouse import read_table, rebuild_warehouse
+from bench_assets.platform.warehouse import query, rebuild_warehouse
 from bench_assets.rf100vl.submission import (
     SubmissionError,
     build_submission,
@@ -114,11 +114,11 @@ def test_cli_imports_a_submission_into_the_warehouse(full_campaign: Path, tmp_pa
     res = run_bench("submission", "import", str(path), home=home)
     assert res.returncode == 0, res.stderr
     assert "imported other-lab-s: 100 datasets" in res.stdout
-    rows = read_table(home / "warehouse.duckdb", "SELECT model, origin, valid_submission, datasets_scored, "
+    rows = query(home / "warehouse.duckdb", "SELECT model, origin, valid_submission, datasets_scored, "
                                                  "mAP50_95 FROM submissions")
     assert rows == [{"model": "other-lab-s", "origin": "imported", "valid_submission": True, "datasets_scored": 100,
                      "mAP50_95": pytest.approx(doc["accuracy"]["mAP_50_95"])}]
-    n = read_table(home / "warehouse.duckdb", "SELECT count(*) AS n FROM submission_datasets")[0]["n"]
+    n = query(home / "warehouse.duckdb", "SELECT count(*) AS n FROM submission_datasets")[0]["n"]
     assert n == 100
 
     bad = tmp_path / "bad.json"
@@ -130,14 +130,14 @@ def test_cli_imports_a_submission_into_the_warehouse(full_campaign: Path, tmp_pa
     assert res.returncode == 0, res.stderr
     assert "valid_submission=False" in res.stdout and "exactly 100" in res.stdout
     assert submission_path(home, "syna-s").exists()
-    rows = read_table(home / "warehouse.duckdb", "SELECT model, origin FROM submissions ORDER BY origin, model")
+    rows = query(home / "warehouse.duckdb", "SELECT model, origin FROM submissions ORDER BY origin, model")
     assert rows == [{"model": "other-lab-s", "origin": "imported"}, {"model": "syna-s", "origin": "ours"}]
 
 
 def test_warehouse_rebuilds_identically_from_artifacts(full_campaign: Path, tmp_path: Path) -> None:
     import duckdb
 
-    from bench_assets.report.schema import TABLE_SCHEMAS
+    from tests.tables import ALL_TABLES, TABLE_SCHEMAS
 
     home = tmp_path / "bench"
     make_campaign(home, n_models=3, n_datasets=5, seed=7)
@@ -146,7 +146,7 @@ def test_warehouse_rebuilds_identically_from_artifacts(full_campaign: Path, tmp_
     wh = home / "warehouse.duckdb"
 
     def dump() -> dict[str, list]:
-        rebuild_warehouse(home, wh)
+        rebuild_warehouse(home, wh, ALL_TABLES)
         con = duckdb.connect(str(wh), read_only=True)
         try:
             return {t: con.execute(f"SELECT * FROM {t}").fetchall() for t in TABLE_SCHEMAS}

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from bench_assets.report.jobs import report_job, warehouse_job
 from tests.conftest import BENCH, REPO
 from tests.synthetic_campaign import make_campaign
 from tests.test_ui import _free_port, _graphql, _pids_with_home
@@ -36,7 +37,6 @@ pytestmark = pytest.mark.slow
 # LEAD: flip to True once `report_job` (dbt models as report/<model> + report/rendered) is merged, so a
 # code location without it fails here instead of skipping the leaderboard test.
 REQUIRE_LEADERBOARD = True  # report_job exists: the leaderboard and its dbt tests must show
-REPORT_JOB = "report_job"
 LEADERBOARD = "report/leaderboard"
 
 N_MODELS, N_DATASETS = 4, 6
@@ -124,7 +124,7 @@ def _stop(proc: subprocess.Popen, home: Path) -> None:
 
 @pytest.fixture(scope="module")
 def ui(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
-    from bench_assets.instance import open_instance
+    from bench_assets.platform.instance import open_instance
 
     home = tmp_path_factory.mktemp("ui_browser") / "bench"
     mp = pytest.MonkeyPatch()
@@ -136,11 +136,11 @@ def ui(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
     instance = open_instance(home)
     proc: subprocess.Popen | None = None
     try:
-        outcome = _execute(instance, "warehouse_job")
+        outcome = _execute(instance, warehouse_job)
         assert outcome.success, outcome.errors
-        has_report = _has_job(REPORT_JOB)
+        has_report = _has_job(report_job.name)
         if has_report:
-            outcome = _execute(instance, REPORT_JOB)
+            outcome = _execute(instance, report_job)
             assert outcome.success, outcome.errors
         port = _free_port()
         log = home.parent / "bench_ui.log"
@@ -193,13 +193,13 @@ def _query(url: str, query: str) -> dict[str, Any]:
         return json.loads(resp.read())["data"]
 
 
-def _execute(instance: Any, job: str) -> Any:
+def _execute(instance: Any, job: Any) -> Any:
     """`execute` in a worker thread: Playwright's sync API keeps an asyncio loop running on this one, and
     Dagster's in-process executor wants to run (and close) its own."""
-    from bench_assets.instance import execute
+    from bench_assets.cli.location import run_job
 
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(execute, instance, job).result()
+        return pool.submit(run_job, instance, job).result()
 
 
 def _expect(locator: Any) -> Any:
@@ -293,7 +293,7 @@ def test_catalog_and_lineage_show_every_asset(ui: Ui, page: Any) -> None:
 
 
 def test_warehouse_materialized_and_its_checks_pass(ui: Ui, page: Any) -> None:
-    from bench_assets.report import campaign_checks as cc
+    from bench_assets.rf100vl import warehouse_checks as cc
 
     _assert_materialized(page, "report/warehouse")
     rows = {"rows_scores": N_MODELS * N_DATASETS, "rows_runs": N_MODELS * N_DATASETS, "rows_datasets": N_DATASETS,
@@ -317,8 +317,8 @@ def test_warehouse_materialized_and_its_checks_pass(ui: Ui, page: Any) -> None:
 def test_leaderboard_materialized_and_its_dbt_tests_pass(ui: Ui, page: Any) -> None:
     if not ui.has_report:
         if REQUIRE_LEADERBOARD:
-            pytest.fail(f"no job {REPORT_JOB!r} in definitions.defs, but REQUIRE_LEADERBOARD is set")
-        pytest.skip(f"no job {REPORT_JOB!r} in definitions.defs yet (dbt report not merged)")
+            pytest.fail(f"no job {report_job.name!r} in definitions.defs, but REQUIRE_LEADERBOARD is set")
+        pytest.skip(f"no job {report_job.name!r} in definitions.defs yet (dbt report not merged)")
     _assert_materialized(page, LEADERBOARD)
     _shot(page, "leaderboard")
     checks = _defined_checks(LEADERBOARD)
@@ -328,7 +328,7 @@ def test_leaderboard_materialized_and_its_dbt_tests_pass(ui: Ui, page: Any) -> N
 
 
 def test_a_planted_defect_turns_selection_vs_test_red(ui: Ui, page: Any) -> None:
-    from bench_assets.report import campaign_checks as cc
+    from bench_assets.rf100vl import warehouse_checks as cc
     from tests.test_campaign_checks import _current_score_file, _current_stats_file, _datasets, _edit
 
     ds = _datasets(ui.home)[2]
@@ -337,7 +337,7 @@ def test_a_planted_defect_turns_selection_vs_test_red(ui: Ui, page: Any) -> None
     try:
         _edit(stats, lambda d: d.update(valid_mAP50_95=0.566))  # the batch-norm bug: selected on valid,
         _edit(score, lambda d: d["metrics"].update(mAP50_95=0.162))  # collapsed on test
-        bad = _execute(ui.instance, "warehouse_job")
+        bad = _execute(ui.instance, warehouse_job)
         assert not bad.success
         assert any(e.startswith("check selection_vs_test failed") for e in bad.errors), bad.errors
         failing = cc.selection_vs_test(ui.home / "warehouse.duckdb").description
@@ -353,5 +353,5 @@ def test_a_planted_defect_turns_selection_vs_test_red(ui: Ui, page: Any) -> None
     finally:  # leave the module's campaign clean for any test that runs after this one
         for path, data in originals.items():
             path.write_bytes(data)
-        good = _execute(ui.instance, "warehouse_job")
+        good = _execute(ui.instance, warehouse_job)
         assert good.success, good.errors

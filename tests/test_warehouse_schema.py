@@ -6,11 +6,11 @@ from pathlib import Path
 
 import duckdb
 
-from bench_assets.report.schema import TABLE_SCHEMAS, column_drift
-from bench_assets.report.warehouse import ORDER_BY, TABLES, rebuild_warehouse
+from bench_assets.platform.warehouse import column_drift, rebuild_warehouse
 from bench_assets.rf100vl.sources import local_spec
 from bench_assets.rf100vl.store import materialize_dataset
 from tests.conftest import broken
+from tests.tables import ALL_TABLES, TABLE_SCHEMAS, TABLES
 
 
 def _types(wh: Path, table: str) -> dict[str, str]:
@@ -24,8 +24,8 @@ def _types(wh: Path, table: str) -> dict[str, str]:
 def test_empty_home_gives_every_table_its_typed_schema(tmp_path: Path) -> None:
     wh = tmp_path / "warehouse.duckdb"
     vendored = {"catalog": 100, "suites": 124, "published": 28}  # reference tables shipped with the code
-    assert rebuild_warehouse(tmp_path / "home", wh) == {t: vendored.get(t, 0) for t in TABLES}
-    assert set(TABLES) == set(TABLE_SCHEMAS) == set(ORDER_BY)
+    assert rebuild_warehouse(tmp_path / "home", wh, ALL_TABLES) == {t: vendored.get(t, 0) for t in TABLES}
+    assert len(TABLES) == len(ALL_TABLES) == 14  # no family declares a table twice
     for table, schema in TABLE_SCHEMAS.items():
         assert _types(wh, table) == schema, table
 
@@ -35,7 +35,7 @@ def test_all_null_columns_keep_their_types(tmp_path: Path) -> None:
     home = tmp_path / "home"
     materialize_dataset(home, "lab", local_spec(broken("valid_base", tmp_path)), home / "cache")
     wh = tmp_path / "warehouse.duckdb"
-    rebuild_warehouse(home, wh)
+    rebuild_warehouse(home, wh, ALL_TABLES)
     types = _types(wh, "datasets")
     assert types["domain"] == "VARCHAR" and types["catalog_num_classes"] == "BIGINT"
     assert types["class_names"] == "VARCHAR[]"
@@ -43,6 +43,13 @@ def test_all_null_columns_keep_their_types(tmp_path: Path) -> None:
 
 def test_column_drift_is_reported() -> None:
     cols = list(TABLE_SCHEMAS["runs"])
-    assert column_drift("runs", cols) is None
-    msg = column_drift("runs", [*cols[1:], "surprise"])
+    assert column_drift(TABLES["runs"], cols) is None
+    msg = column_drift(TABLES["runs"], [*cols[1:], "surprise"])
     assert msg is not None and "missing ['model']" in msg and "extra ['surprise']" in msg
+
+
+def test_a_table_declared_twice_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="declared twice: \\['runs'\\]"):
+        rebuild_warehouse(tmp_path / "home", tmp_path / "w.duckdb", (*ALL_TABLES, TABLES["runs"]))

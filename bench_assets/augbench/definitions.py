@@ -1,17 +1,18 @@
-"""The augmentation speed benchmark domain: media and per-library results with their checks, and the jobs
-`bench augbench run` launches."""
+"""The augmentation speed benchmark family: media, per-library results and the paper report with their checks,
+and the jobs `bench augbench run` launches (`defs`); and what it hands the report (`contribution`): its
+warehouse tables and its checks on the warehouse."""
 
 import dagster as dg
 
 from bench_assets.augbench.assets import cells_complete, media, results
-from bench_assets.augbench.check_assets import augbench_warehouse_checks
+from bench_assets.augbench.jobs import media_job, results_job
 from bench_assets.augbench.report_assets import paper_report
+from bench_assets.augbench.warehouse_check_assets import augbench_warehouse_checks
+from bench_assets.augbench.warehouse_tables import TABLES
+from bench_assets.platform.contribution import FamilyContribution
 
-augbench_media_job = dg.define_asset_job("augbench_media_job", selection=dg.AssetSelection.assets(media),
-                                         description="Build one config's media set (content-hashed).")
-augbench_results_job = dg.define_asset_job(
-    "augbench_results_job", selection=dg.AssetSelection.assets(results),
-    description="Measure one (config, library) partition once more and append the repeat.")
+defs = dg.Definitions(assets=[media, results, paper_report], asset_checks=[cells_complete],
+                      jobs=[media_job, results_job])
 
-defs = dg.Definitions(assets=[media, results, paper_report], asset_checks=[cells_complete, *augbench_warehouse_checks],
-                      jobs=[augbench_media_job, augbench_results_job])
+contribution = FamilyContribution(name="augbench", tables=TABLES, reads=(results,),
+                                  warehouse_checks=tuple(augbench_warehouse_checks))

@@ -35,8 +35,8 @@ from typing import Literal
 
 import numpy as np
 
-from bench_assets.fsutil import atomic_write_json, place_dir, sha256_file, staging_dir
-from bench_assets.rf100vl.safe_tar import is_macos_junk, safe_extract
+from bench_assets.platform.archives import is_macos_junk, safe_extract
+from bench_assets.platform.fsutil import atomic_write_json, place_dir, sha256_file, staging_dir
 
 MediaKind = Literal["rgb", "9ch", "video"]
 StagedKind = Literal["imagenet", "ucf101"]

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_assets.fsutil import atomic_write_bytes, atomic_write_text
-from bench_assets.report.figures import figure as _figure
-from bench_assets.report.figures import plot_context as _plot_context
-from bench_assets.report.figures import png as _png
-from bench_assets.report.pages import PAGE_END, page_start
-from bench_assets.report.pages import figure as figure_html
+from bench_assets.platform.figures import figure as _figure
+from bench_assets.platform.figures import plot_context as _plot_context
+from bench_assets.platform.figures import png as _png
+from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
+from bench_assets.platform.pages import PAGE_END, page_start
+from bench_assets.platform.pages import figure as figure_html
 
 REFERENCE = "albumentationsx"  # the dbt var augbench_reference_library's default: speedups are relative to it
 SUMMARY_MAX_BYTES = 300_000  # Dagster keeps the summary in its event log

@@ -19,3 +19,9 @@ on_config = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="
 def split_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> tuple[str, str]:
     keys = context.partition_key.keys_by_dimension  # type: ignore[union-attr]
     return keys["config"], keys["library"]
+
+
+def register_config_partition(instance: dg.DagsterInstance, config_name: str) -> None:
+    from bench_assets.platform.instance import add_partitions
+
+    add_partitions(instance, CONFIG_PARTITIONS_NAME, [config_name])

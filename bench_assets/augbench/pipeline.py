@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import platform
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,8 @@ from bench_assets.augbench.config import ConfigError, RunConfig
 from bench_assets.augbench.naming import config_dir, media_dir, plan_file, resolved_config_file, results_file
 from bench_assets.augbench.plan import Plan, make_plan
 from bench_assets.augbench.results import append_repeat
-from bench_assets.fsutil import atomic_write_json, atomic_write_text
+from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
+from bench_assets.platform.provenance import hardware_label, source_tree
 
 MEDIA_POINTER = "MEDIA"
 
@@ -39,27 +39,6 @@ def registered_config(home: Path, name: str) -> RunConfig:
 def registered_configs(home: Path) -> list[str]:
     root = home / "augbench"
     return sorted(p.parent.name for p in root.glob("*/config.resolved.json")) if root.exists() else []
-
-
-def hardware_label(device: str) -> str:
-    """What the numbers were measured on, for the result file and the consistency check."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    label = f"{cpu} x{os.cpu_count()} ({platform.system()} {platform.machine()})"
-    if device == "cuda":
-        try:
-            import torch
-
-            label += f" + {torch.cuda.get_device_name(0)}"
-        except Exception:  # noqa: BLE001 - no CUDA: the adapters report the cells unsupported
-            label += " + (no CUDA device)"
-    return label
 
 
 def build_media(home: Path, cfg: RunConfig) -> tuple[dict[str, Any], bool]:
@@ -116,12 +95,6 @@ def load_media(home: Path, cfg: RunConfig) -> Any:
                     content_hash=digest)
 
 
-def _git_state() -> dict[str, Any]:
-    from bench_assets.rf100vl.submission import source_tree
-
-    return source_tree()
-
-
 def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[str], None] = print,
                     progress: Any = None) -> tuple[int, list[dict[str, Any]]]:
     """Run every planned cell of `library` once more and append the repeat; return (repeat, cells)."""
@@ -173,7 +146,7 @@ def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[
         "started": started, "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "config_sha256": cfg.sha256(), "hardware": hardware_label(cfg.device), "versions": versions,
         "threads": threads, "media_hash": media.content_hash, "media_description": media.description,
-        "git": _git_state(), "cells": out,
+        "git": source_tree(), "cells": out,
     }
     number = append_repeat(results_file(home, cfg.name, library), cfg.name, library, cfg.model_dump(mode="json"),
                            repeat)

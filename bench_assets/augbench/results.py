@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench_assets.fsutil import atomic_write_json
+from bench_assets.platform.fsutil import atomic_write_json
 
 SCHEMA = "augbench.results.v1"
 TERMINAL = ("ok", "early_stopped", "unsupported", "error")

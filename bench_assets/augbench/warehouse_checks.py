@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench_assets.report.campaign_checks import Finding, query
+from bench_assets.platform.findings import Finding
+from bench_assets.platform.warehouse import query
 
 
 def coverage(warehouse: Path) -> Finding:

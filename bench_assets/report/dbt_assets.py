@@ -116,7 +116,7 @@ def prepare_manifest(*, force: bool = False) -> Path:
     Safe to call from many processes at once: one parses, the others wait and find it fresh. The manifest
     is written under a scratch name and renamed into place, so a reader never loads half a file.
     """
-    from bench_assets.fsutil import atomic_write_text
+    from bench_assets.platform.fsutil import atomic_write_text
 
     if not force and manifest_is_fresh():
         return MANIFEST_PATH
@@ -148,16 +148,29 @@ def _using_dagster_dev() -> bool:
     return bool(os.environ.get("DAGSTER_IS_DEV_CLI"))  # set by `dagster dev` for its code servers
 
 
-def _manifest_for_definitions() -> Path:
+_UNPREPARED_OK = False
+
+
+def load_without_preparing() -> None:
+    """For a process that never builds the report (`bench`'s dataset, training and augbench runs): load the code
+    location from the manifest as it is, stale or missing, instead of running `dbt parse` first. A missing
+    manifest leaves the dbt assets out of the location (nothing such a process runs needs them)."""
+    global _UNPREPARED_OK
+    _UNPREPARED_OK = True
+
+
+def _manifest_for_definitions() -> Path | None:
     if _using_dagster_dev():
         return prepare_manifest()
-    if not manifest_is_fresh():
-        state = "is stale (a dbt_report/ file changed since the last parse)" if MANIFEST_PATH.exists() else \
-            "is missing (dbt_report/target/ is git-ignored, so a fresh clone has none)"
-        raise ReportBuildError(
-            f"{MANIFEST_PATH} {state}; run `.venv/bin/python -c \"from bench_assets.report.dbt_assets import "
-            "prepare_manifest; prepare_manifest()\"` (dbt parse, offline) before loading the code location")
-    return MANIFEST_PATH
+    if manifest_is_fresh():
+        return MANIFEST_PATH
+    if _UNPREPARED_OK:
+        return MANIFEST_PATH if MANIFEST_PATH.exists() else None
+    state = "is stale (a dbt_report/ file changed since the last parse)" if MANIFEST_PATH.exists() else \
+        "is missing (dbt_report/target/ is git-ignored, so a fresh clone has none)"
+    raise ReportBuildError(
+        f"{MANIFEST_PATH} {state}; run `.venv/bin/python -c \"from bench_assets.report.dbt_assets import "
+        "prepare_manifest; prepare_manifest()\"` (dbt parse, offline) before loading the code location")
 
 
 # --- building the report file -----------------------------------------------------------------------------
@@ -194,7 +207,7 @@ class _Build:
         """Checkpoint the built file, count the rows of every table, and rename it over the live report."""
         import duckdb
 
-        from bench_assets.fsutil import fsync_dir
+        from bench_assets.platform.fsutil import fsync_dir
 
         con = duckdb.connect(str(self.db))
         try:
@@ -216,7 +229,7 @@ class _Build:
 @contextmanager
 def _report_build(final: Path, warehouse: Path, *, start_from_live: bool) -> Iterator[_Build]:
     """Serialise report builds, snapshot the warehouse, and (for a subset build) start from the live report."""
-    from bench_assets.fsutil import staging_dir
+    from bench_assets.platform.fsutil import staging_dir
 
     if not warehouse.exists():
         raise ReportBuildError(f"{warehouse}: no warehouse yet; materialize report/warehouse (the loader) before "
@@ -533,12 +546,15 @@ def _check_result(build: _Build, check: _CheckNode, r: Mapping[str, Any]) -> "dg
         metadata=metadata)
 
 
-def _define_report_dbt_assets() -> "dg.AssetsDefinition":
+def _define_report_dbt_assets() -> "dg.AssetsDefinition | None":
     import dagster as dg
 
     from resources.bench_home import BenchHome
 
-    graph = _report_graph(_load_manifest(_manifest_for_definitions()))
+    manifest = _manifest_for_definitions()
+    if manifest is None:
+        return None
+    graph = _report_graph(_load_manifest(manifest))
     asset_specs = [
         dg.AssetSpec(
             key=dg.AssetKey(list(s["key"])), deps=[dg.AssetKey(list(d)) for d in s["deps"]],

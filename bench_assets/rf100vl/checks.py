@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from bench_assets.fsutil import free_space
+from bench_assets.platform.fsutil import free_space
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.lock import lock_mismatches

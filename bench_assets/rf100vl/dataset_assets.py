@@ -6,11 +6,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from bench_assets.fsutil import DiskSpaceError
+from bench_assets.platform.archives import UnsafeArchiveError
+from bench_assets.platform.fsutil import DiskSpaceError
 from bench_assets.rf100vl.catalog import BUILTIN_SUITES, DOMAINS, load_catalog, suite_members
+from bench_assets.rf100vl.inbox import clear_refusal, write_refusal
 from bench_assets.rf100vl.partitions import dataset_partitions
-from bench_assets.rf100vl.safe_tar import UnsafeArchiveError
-from bench_assets.rf100vl.sensors import clear_refusal, write_refusal
 from bench_assets.rf100vl.sources import SourceError, default_spec, local_spec, read_spec, register
 from bench_assets.rf100vl.store import (
     PREVIEW_FILE,

@@ -1,39 +1,38 @@
-"""The RF100-VL domain: catalogue, datasets, checkpoints, predictions and scores, with their checks,
-jobs and the inbox sensor."""
+"""The RF100-VL family: catalogue, datasets, checkpoints, predictions, scores and submissions, with their checks,
+jobs, schedules and the inbox sensor (`defs`), and what it hands the report (`contribution`): its warehouse
+tables, its campaign checks on the warehouse and the RF100-VL report page."""
 
 import dagster as dg
 
+from bench_assets.platform.contribution import FamilyContribution
+from bench_assets.platform.report_pages import Page
 from bench_assets.rf100vl.checkpoint_assets import checkpoint
 from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
+from bench_assets.rf100vl.jobs import JOBS
 from bench_assets.rf100vl.prediction_assets import predictions
+from bench_assets.rf100vl.report_page import MARTS, render_page
 from bench_assets.rf100vl.schedules import rescore_on_scoring_change, rf100vl_backfill, rf100vl_dataset_backfill
 from bench_assets.rf100vl.score_assets import scores
-from bench_assets.rf100vl.sensors import DATASET_JOB, inbox_sensor
+from bench_assets.rf100vl.sensors import inbox_sensor
 from bench_assets.rf100vl.submission_assets import submission
+from bench_assets.rf100vl.warehouse_check_assets import warehouse_checks
+from bench_assets.rf100vl.warehouse_tables import TABLES
 from resources.gpu_lanes import GpuLanes
-
-dataset_job = dg.define_asset_job(DATASET_JOB, selection=dg.AssetSelection.assets(dataset),
-                                  description="Fetch, verify and version-lock one dataset partition.")
-catalog_job = dg.define_asset_job("rf100vl_catalog_job", selection=dg.AssetSelection.assets(catalog),
-                                  description="The catalogue and the platform preflight checks.")
-campaign_job = dg.define_asset_job(
-    "rf100vl_campaign_job", selection=dg.AssetSelection.assets(checkpoint, predictions, scores),
-    description="Train, predict and score one dataset x model partition (resumable; finished steps are reused).")
-train_job = dg.define_asset_job("rf100vl_train_job", selection=dg.AssetSelection.assets(checkpoint),
-                                description="Fine-tune one dataset x model partition on a leased lane.")
-eval_job = dg.define_asset_job("rf100vl_eval_job", selection=dg.AssetSelection.assets(predictions, scores),
-                               description="Predict test with the finished checkpoint and score it (no training).")
-submission_job = dg.define_asset_job("rf100vl_submission_job", selection=dg.AssetSelection.assets(submission),
-                                     description="Build one model's va.submission.v1 file from its current scores.")
-rescore_job = dg.define_asset_job("rf100vl_rescore_job", selection=dg.AssetSelection.assets(scores),
-                                  description="Recompute scores from saved predictions, without retraining.")
 
 defs = dg.Definitions(
     assets=[catalog, dataset, checkpoint, predictions, scores, submission],
     asset_checks=[*catalog_checks, *dataset_checks],
-    jobs=[dataset_job, catalog_job, train_job, campaign_job, eval_job, rescore_job, submission_job],
+    jobs=list(JOBS),
     sensors=[inbox_sensor, rescore_on_scoring_change],
     schedules=[rf100vl_backfill, rf100vl_dataset_backfill],
     resources={"lanes": GpuLanes()},
+)
+
+contribution = FamilyContribution(
+    name="rf100vl",
+    tables=TABLES,
+    reads=(dataset, checkpoint, scores, submission),
+    warehouse_checks=tuple(warehouse_checks),
+    pages=(Page("rf100vl", tuple(MARTS), render_page),),
 )

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_assets.fsutil import sha256_file
+from bench_assets.platform.fsutil import sha256_file
 
 if TYPE_CHECKING:
     from bench_assets.rf100vl.scoring import BothResult

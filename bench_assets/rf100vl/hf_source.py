@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from bench_assets.fsutil import sha256_file
+from bench_assets.platform.fsutil import sha256_file
 
 LOCK_FILE = "lock.json"
 LOCK_FORMAT = "rf100vl-hf-lock.v1"

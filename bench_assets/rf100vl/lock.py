@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench_assets.fsutil import sha256_file
+from bench_assets.platform.fsutil import sha256_file
 from bench_assets.rf100vl.verify import ANNOTATIONS_FILE, SPLITS
 
 LOCK_FILE = "lock.json"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from bench_assets.fsutil import atomic_write_json
+from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.rf100vl.recipes import LoadedRecipe, RecipeError, load_recipe, recipe_path
 from bench_assets.rf100vl.runplan import ModelKey, parse_model
 

@@ -21,3 +21,16 @@ def split_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext)
     """(dataset, model) of a dataset x model partition."""
     keys = context.partition_key.keys_by_dimension  # type: ignore[union-attr]
     return keys["dataset"], keys["model"]
+
+
+def register_partitions(instance: dg.DagsterInstance, names: list[str]) -> list[str]:
+    """Add dataset partitions that do not exist yet; return the new ones."""
+    from bench_assets.platform.instance import add_partitions
+
+    return add_partitions(instance, DATASET_PARTITIONS_NAME, names)
+
+
+def register_model_partition(instance: dg.DagsterInstance, model: str) -> None:
+    from bench_assets.platform.instance import add_partitions
+
+    add_partitions(instance, MODEL_PARTITIONS_NAME, [model])

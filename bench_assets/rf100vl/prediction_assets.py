@@ -4,7 +4,7 @@ import json
 
 import dagster as dg
 
-from bench_assets.fsutil import atomic_write_json, atomic_write_text, sha256_file
+from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text, sha256_file
 from bench_assets.rf100vl.checkpoint_assets import checkpoint
 from bench_assets.rf100vl.child.predict import result_path as predict_result_path
 from bench_assets.rf100vl.evaluation import (

@@ -15,7 +15,6 @@ from typing import Any
 from bench_assets.rf100vl.evaluation import current_score
 
 STATES = ("done", "running", "queued", "failed", "missing")
-CAMPAIGN_JOBS = ("rf100vl_campaign_job", "rf100vl_train_job", "rf100vl_eval_job")
 _RUN_STATE = {"STARTED": "running", "STARTING": "running", "QUEUED": "queued", "NOT_STARTED": "queued",
               "FAILURE": "failed", "CANCELED": "failed", "CANCELING": "running", "SUCCESS": None}
 
@@ -52,9 +51,11 @@ def latest_runs(instance: Any) -> dict[str, str]:
     """partition key ("dataset|model") -> status name of its newest campaign/train/eval run."""
     import dagster as dg
 
+    from bench_assets.rf100vl.jobs import CAMPAIGN_JOBS
+
     out: dict[str, str] = {}
     for job in CAMPAIGN_JOBS:
-        for rec in instance.get_run_records(filters=dg.RunsFilter(job_name=job), limit=100_000):
+        for rec in instance.get_run_records(filters=dg.RunsFilter(job_name=job.name), limit=100_000):
             key = rec.dagster_run.tags.get("dagster/partition")
             if key is None:
                 continue

@@ -9,13 +9,10 @@ predicates on the current version afterwards (and catch files changed later).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.lock import lock_mismatches
-
-if TYPE_CHECKING:
-    from bench_assets.rf100vl.store import DatasetRecord
 
 
 def class_count_problem(name: str, num_classes: int) -> str | None:
@@ -32,8 +29,9 @@ def lock_problems(path: Path, lock: dict[str, Any]) -> list[str]:
     return [f"lock_matches_files: {m}" for m in lock_mismatches(path, lock)]
 
 
-def blocking_problems(record: DatasetRecord) -> list[str]:
-    """Every reason `record` may not become (or stay) CURRENT; empty when it may."""
-    problems = lock_problems(record.path, record.lock)
-    cc = class_count_problem(record.name, int(record.manifest["num_classes"]))
+def blocking_problems(name: str, path: Path, lock: dict[str, Any], num_classes: int) -> list[str]:
+    """Every reason the version of dataset `name` stored at `path` (with its lock and class count) may not become
+    (or stay) CURRENT; empty when it may."""
+    problems = lock_problems(path, lock)
+    cc = class_count_problem(name, num_classes)
     return problems + ([cc] if cc else [])

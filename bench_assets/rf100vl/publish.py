@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench_assets.fsutil import human_bytes
+from bench_assets.platform.fsutil import human_bytes
 from bench_assets.rf100vl.hf_source import _configure_hub, _resolve_endpoint
 from bench_assets.rf100vl.sources import redact
 

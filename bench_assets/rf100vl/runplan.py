@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bench_assets.fsutil import sha256_file
+from bench_assets.platform.fsutil import sha256_file
 from bench_assets.rf100vl.recipes import LoadedRecipe
 
 MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9]*)-(?P<size>[a-z0-9]+)$")

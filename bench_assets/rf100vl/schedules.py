@@ -10,8 +10,8 @@ import os
 
 import dagster as dg
 
+from bench_assets.rf100vl.jobs import campaign_job, dataset_job, rescore_job
 from bench_assets.rf100vl.progress import campaign_progress
-from bench_assets.rf100vl.sensors import DATASET_JOB
 from bench_assets.rf100vl.store import load_record
 from resources.paths import bench_home_path
 
@@ -25,7 +25,7 @@ def _models() -> list[str] | None:
 def plan_backfill(home, instance: dg.DagsterInstance, models: list[str] | None  # noqa: ANN001
                   ) -> tuple[list[str], list[tuple[str, str, int, str]]]:
     """(datasets with no stored version, [(dataset, model, train images, state)] to run, longest first)."""
-    from bench_assets.instance import register_model_partition, register_partitions
+    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
 
     needs_data: set[str] = set()
     todo: list[tuple[str, str, int, str]] = []
@@ -45,7 +45,7 @@ def plan_backfill(home, instance: dg.DagsterInstance, models: list[str] | None  
     return sorted(needs_data), todo
 
 
-@dg.schedule(name="rf100vl_backfill", cron_schedule="0 2 * * *", job_name="rf100vl_campaign_job",
+@dg.schedule(name="rf100vl_backfill", cron_schedule="0 2 * * *", job=campaign_job,
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="Nightly: run the missing and failed dataset x model partitions of the registered models "
                          "(BENCH_BACKFILL_MODELS narrows the list), longest first.")
@@ -58,7 +58,7 @@ def rf100vl_backfill(context: dg.ScheduleEvaluationContext):  # noqa: ANN201
             for ds, model, images, state in todo[:MAX_REQUESTS]]
 
 
-@dg.schedule(name="rf100vl_dataset_backfill", cron_schedule="0 1 * * *", job_name=DATASET_JOB,
+@dg.schedule(name="rf100vl_dataset_backfill", cron_schedule="0 1 * * *", job=dataset_job,
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="Nightly, before rf100vl_backfill: fetch the datasets a registered model's suite needs "
                          "and that are not stored yet.")
@@ -83,7 +83,7 @@ def stale_scores(home) -> list[tuple[str, str]]:  # noqa: ANN001
     return out
 
 
-@dg.sensor(name="rf100vl_rescore_on_scoring_change", job_name="rf100vl_rescore_job", minimum_interval_seconds=300,
+@dg.sensor(name="rf100vl_rescore_on_scoring_change", job=rescore_job, minimum_interval_seconds=300,
            default_status=dg.DefaultSensorStatus.RUNNING,
            description="When scoring.py changes, re-score every current partition from its saved predictions "
                        "(no retraining); one request per partition and scoring-code version.")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from bench_assets.fsutil import atomic_write_json, atomic_write_text
+from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
 from bench_assets.rf100vl.evaluation import (
     MAX_DET,
     SPLIT,

@@ -12,42 +12,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from bench_assets.fsutil import atomic_write_text
+from bench_assets.rf100vl.inbox import TAR_SUFFIXES, inbox_name, refusal_marker, write_refusal
+from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job
 from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
 from bench_assets.rf100vl.sources import NAME_RE
 from resources.bench_home import BenchHome
 
-REFUSED_SUFFIX = ".refused.txt"
-
-TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 SETTLE_SECONDS = 10.0  # a folder still being copied in changes; wait until it has been quiet this long
-DATASET_JOB = "rf100vl_dataset_job"
-DATASET_OP = "rf100vl__dataset"
-
-
-def inbox_name(path: Path) -> str:
-    for suffix in TAR_SUFFIXES:
-        if path.name.endswith(suffix):
-            return path.name[: -len(suffix)]
-    return path.name
-
-
-def refusal_marker(entry: Path) -> Path:
-    return entry.parent / f"{inbox_name(entry)}{REFUSED_SUFFIX}"
-
-
-def write_refusal(entry: Path, reason: str) -> bool:
-    """Write (or update) the marker beside a refused inbox entry; True when its text changed."""
-    marker = refusal_marker(entry)
-    text = f"{entry.name} was not imported.\n\n{reason.strip()}\n\nFix it and drop it again (or rename it).\n"
-    if marker.exists() and marker.read_text() == text:
-        return False
-    atomic_write_text(marker, text)
-    return True
-
-
-def clear_refusal(entry: Path) -> None:
-    refusal_marker(entry).unlink(missing_ok=True)
 
 
 def fingerprint(path: Path) -> tuple[str, float]:
@@ -94,7 +65,7 @@ def inbox_requests(inbox: Path, known: set[str], now: float, settle: float = SET
     return new, runs, skipped
 
 
-@dg.sensor(job_name=DATASET_JOB, minimum_interval_seconds=15, default_status=dg.DefaultSensorStatus.RUNNING,
+@dg.sensor(job=dataset_job, minimum_interval_seconds=15, default_status=dg.DefaultSensorStatus.RUNNING,
            description="Registers and imports every dataset folder or tar dropped into BENCH_HOME/inbox/.")
 def inbox_sensor(context: dg.SensorEvaluationContext, home: BenchHome) -> dg.SensorResult:
     known = set(context.instance.get_dynamic_partitions(DATASET_PARTITIONS_NAME))

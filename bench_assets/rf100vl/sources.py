@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from bench_assets.fsutil import atomic_write_json
+from bench_assets.platform.archives import dataset_root, safe_extract
+from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.rf100vl.catalog import MINI_SUITE, catalog_entry
-from bench_assets.rf100vl.safe_tar import dataset_root, safe_extract
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")
 SourceKind = Literal["mini", "local", "hf", "rf100vl"]

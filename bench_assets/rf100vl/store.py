@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_assets.fsutil import (
+from bench_assets.platform.fsutil import (
     DiskSpaceError,
     atomic_write_bytes,
     atomic_write_json,
@@ -35,6 +35,7 @@ from bench_assets.fsutil import (
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.lock import LOCK_FILE, build_lock
 from bench_assets.rf100vl.preview import sample_grid
+from bench_assets.rf100vl.promotion import blocking_problems
 from bench_assets.rf100vl.sources import SourceSpec, fetch
 from bench_assets.rf100vl.verify import (
     ANNOTATIONS_FILE,
@@ -227,8 +228,6 @@ def materialize_dataset(home: Path, name: str, spec: SourceSpec, hf_cache: Path,
     (no empty `datasets/<name>/` is left behind either). A version failing a blocking check is placed,
     marked blocked and reported with `DatasetBlocked`; CURRENT does not move.
     """
-    from bench_assets.rf100vl.promotion import blocking_problems
-
     datasets_dir = home / "datasets"
     folder_existed = (datasets_dir / name).exists()
     try:
@@ -243,7 +242,7 @@ def materialize_dataset(home: Path, name: str, spec: SourceSpec, hf_cache: Path,
     record = load_record(datasets_dir, name, version)
     assert record is not None
     record.created = created
-    problems = blocking_problems(record)
+    problems = blocking_problems(record.name, record.path, record.lock, int(record.manifest["num_classes"]))
     if problems:
         atomic_write_json(blocked_path(datasets_dir, name, version), {
             "version": version, "reasons": problems,

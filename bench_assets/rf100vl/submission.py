@@ -13,20 +13,19 @@ import datetime as dt
 import hashlib
 import json
 import platform
-import subprocess
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bench_assets.platform.provenance import source_tree
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT, current_score
 from bench_assets.rf100vl.models import read_entry
 from bench_assets.rf100vl.recipes import PROTOCOL_VERSION, recipe_path
 from bench_assets.rf100vl.runplan import parse_model
 from bench_assets.rf100vl.store import current_version, load_record
-from resources.paths import REPO_ROOT
 
 SCHEMA = "va.submission.v1"
 EXPECTED_DATASETS = 100  # the leaderboard accepts the full RF100-VL benchmark only
@@ -118,18 +117,6 @@ def domain_means(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def dataset_versions_sha256(versions: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(versions, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def source_tree(repo: Path = REPO_ROOT) -> dict[str, Any]:
-    """The commit and whether the working tree had uncommitted changes (a dirty tree is not reproducible)."""
-    try:
-        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=20, check=True).stdout.strip()
-        status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=20, check=True).stdout
-        return {"commit": commit, "dirty": bool(status.strip()), "changed_files": status.splitlines()[:20]}
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None, "changed_files": []}
 
 
 def protocol_reasons(*, split: str, n_datasets: int, expected: int, nms_iou: float, max_det: int) -> list[str]:
@@ -335,7 +322,7 @@ def check_imported(doc: dict[str, Any], source: str) -> tuple[Submission, list[s
 
 def import_submission(home: Path, file: Path) -> tuple[Path, Submission, list[str]]:
     """Validate `file` and store it under BENCH_HOME/submissions/imported/<model>.json."""
-    from bench_assets.fsutil import atomic_write_bytes
+    from bench_assets.platform.fsutil import atomic_write_bytes
 
     try:
         raw = file.read_bytes()

@@ -4,7 +4,7 @@ import json
 
 import dagster as dg
 
-from bench_assets.fsutil import atomic_write_json
+from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.rf100vl.partitions import model_partitions, on_model
 from bench_assets.rf100vl.score_assets import scores
 from bench_assets.rf100vl.submission import SubmissionError, build_submission, submission_path

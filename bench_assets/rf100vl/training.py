@@ -15,8 +15,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench_assets.fsutil import atomic_write_json, atomic_write_text
-from bench_assets.fsutil import sha256_file as sha256_of
+from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
+from bench_assets.platform.fsutil import sha256_file as sha256_of
 from bench_assets.rf100vl.recipes import LoadedRecipe
 from bench_assets.rf100vl.runplan import (
     STATS_FILE,

@@ -10,7 +10,6 @@ and is recorded as `error`, so a spec mistake can never silently drop a row.
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
@@ -19,6 +18,7 @@ import numpy as np
 
 from bench_assets.augbench import transform_specs as ts
 from bench_assets.augbench.transform_specs import SpecError
+from bench_assets.platform.provenance import package_versions
 
 __all__ = ["Adapter", "BaseAdapter", "SpecError", "Unsupported", "package_versions"]
 
@@ -42,16 +42,6 @@ class Adapter(Protocol):
     def materialize(self, out: Any) -> Any: ...
 
     def dataloader_transform(self, transform: str, media: str) -> Callable[[np.ndarray], Any]: ...
-
-
-def package_versions(*dists: str) -> dict[str, str]:
-    out = {}
-    for d in dists:
-        try:
-            out[d] = importlib.metadata.version(d)
-        except importlib.metadata.PackageNotFoundError:
-            out[d] = "not installed"
-    return out
 
 
 def with_default_p(cls: Any, kwargs: dict[str, Any]) -> dict[str, Any]:

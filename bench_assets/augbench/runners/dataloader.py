@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench_assets.augbench.media import MediaSet
-from bench_assets.augbench.runners import (
+from bench_assets.augbench.runners.common import (
     CellResult,
     apply_thread_policy,
     error_text,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench_assets.augbench.media import MediaSet
-from bench_assets.augbench.runners import (
+from bench_assets.augbench.runners.common import (
     CellResult,
     error_text,
     is_unsupported,

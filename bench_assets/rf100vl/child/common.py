@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from bench_assets.fsutil import atomic_write_bytes, atomic_write_json, fsync_dir
+from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_json, fsync_dir
 
 ANNOTATIONS_FILE = "_annotations.coco.json"
 # Canonical split folder -> the split key LibreYOLO's data.yaml uses.

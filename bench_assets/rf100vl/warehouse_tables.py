@@ -1,25 +1,18 @@
-"""The warehouse: DuckDB tables rebuilt from the artifacts on disk (files are the truth).
+"""The RF100-VL tables of the warehouse: their declared column types and the builders that read them from the
+artifacts under BENCH_HOME (datasets, runs, epochs, scores, submissions, catalogue, suites, models, published).
 
-`rebuild_warehouse` is the only code that writes `warehouse.duckdb`. It builds a complete new file
-beside the old one and renames it into place, so a reader never sees a half-loaded warehouse and
-never meets a writer's lock on the live file; an OS file lock serialises concurrent loaders so the
-last one to run always saw every artifact placed before it started.
+Handed to the report's loader through the family contribution (`rf100vl/contribution.py`); the platform's
+warehouse engine creates each table with exactly these types, so an empty campaign has the same schema as a
+full one, and a builder whose columns drift from the declaration fails the load loudly.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import re
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_assets.fsutil import fsync_dir, pid_alive
-from bench_assets.report.schema import column_drift, create_sql, insert_sql
+from bench_assets.platform.warehouse import WarehouseTable
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.evaluation import predictions_path
 from bench_assets.rf100vl.sources import read_spec
@@ -29,7 +22,84 @@ from bench_assets.rf100vl.verify import SPLITS
 if TYPE_CHECKING:
     import pandas as pd
 
-TableBuilder = Callable[[Path], "pd.DataFrame"]
+_SCORE_METRICS = ("mAP50_95", "mAP50", "mAP75", "mAP_small", "mAP_medium", "mAP_large",
+                  "AR1", "AR10", "AR100", "AR_small", "AR_medium", "AR_large", "AR_max_det")
+
+COLUMNS: dict[str, dict[str, str]] = {
+    "datasets": {
+        "dataset": "VARCHAR", "version": "VARCHAR", "is_current": "BOOLEAN", "created_at": "VARCHAR",
+        "source_kind": "VARCHAR", "source_ref": "VARCHAR", "source_version": "VARCHAR", "suites": "VARCHAR[]",
+        "in_catalog": "BOOLEAN", "domain": "VARCHAR", "catalog_num_classes": "BIGINT", "num_classes": "BIGINT",
+        "class_names": "VARCHAR[]", "images": "BIGINT", "boxes": "BIGINT", "train_images": "BIGINT",
+        "valid_images": "BIGINT", "test_images": "BIGINT", "train_boxes": "BIGINT", "valid_boxes": "BIGINT",
+        "test_boxes": "BIGINT", "train_boxes_per_image_mean": "DOUBLE", "max_annotations_per_image": "BIGINT",
+        "megapixels_max": "DOUBLE", "size_bytes": "BIGINT", "train_annotations_sha256": "VARCHAR",
+        "placeholder_categories_dropped": "BIGINT", "annotation_ids_renumbered": "BIGINT",
+        "boxes_clipped": "BIGINT", "path": "VARCHAR",
+    },
+    "dataset_splits": {
+        "dataset": "VARCHAR", "version": "VARCHAR", "split": "VARCHAR", "images": "BIGINT", "annotations": "BIGINT",
+        "boxes_per_image_mean": "DOUBLE", "boxes_per_image_max": "BIGINT", "images_without_boxes": "BIGINT",
+        "classes_present": "BIGINT", "megapixels_mean": "DOUBLE", "megapixels_max": "DOUBLE",
+        "image_bytes": "BIGINT", "annotations_sha256": "VARCHAR", "image_ids_sha256": "VARCHAR",
+        "num_images": "BIGINT", "num_files": "BIGINT", "bytes": "BIGINT",
+    },
+    "runs": {
+        "model": "VARCHAR", "dataset": "VARCHAR", "dataset_version": "VARCHAR", "run_signature": "VARCHAR",
+        "is_current": "BOOLEAN", "family": "VARCHAR", "size": "VARCHAR", "run_variant": "VARCHAR",
+        "recipe_file": "VARCHAR", "recipe_sha256": "VARCHAR", "recipe_conformant": "BOOLEAN", "epochs": "BIGINT",
+        "epochs_done": "BIGINT", "best_epoch": "BIGINT", "valid_mAP50": "DOUBLE", "valid_mAP50_95": "DOUBLE",
+        "physical_batch": "BIGINT", "effective_batch": "BIGINT", "accumulation": "BIGINT", "imgsz": "BIGINT",
+        "amp": "BOOLEAN", "wall_seconds": "DOUBLE", "resumed": "BOOLEAN", "train_images": "BIGINT",
+        "max_annotations_per_image": "BIGINT", "best_checkpoint": "VARCHAR", "best_checkpoint_sha256": "VARCHAR",
+        "started": "VARCHAR", "finished": "VARCHAR", "run_dir": "VARCHAR",
+    },
+    "epochs": {
+        "model": "VARCHAR", "dataset": "VARCHAR", "run_signature": "VARCHAR", "epoch": "BIGINT",
+        "train_loss": "DOUBLE", "valid_mAP50": "DOUBLE", "valid_mAP50_95": "DOUBLE", "seconds": "DOUBLE",
+        "lr": "DOUBLE",
+    },
+    "scores": {
+        "model": "VARCHAR", "dataset": "VARCHAR", "dataset_version": "VARCHAR", "fingerprint": "VARCHAR",
+        "split": "VARCHAR", "is_current": "BOOLEAN", **{m: "DOUBLE" for m in _SCORE_METRICS},
+        "backend": "VARCHAR", "parity_identical": "BIGINT", "parity_total": "BIGINT",
+        "parity_max_abs_deviation": "DOUBLE", "parity_differing": "VARCHAR[]", "num_images": "BIGINT",
+        "num_gt": "BIGINT", "num_dets": "BIGINT", "conf": "DOUBLE", "nms_iou": "DOUBLE", "max_det": "BIGINT",
+        "imgsz": "BIGINT", "weights_sha256": "VARCHAR", "recipe_sha256": "VARCHAR", "run_signature": "VARCHAR",
+        "predictions_sha256": "VARCHAR", "predictions_path": "VARCHAR", "scoring_code_sha256": "VARCHAR",
+        "path": "VARCHAR",
+    },
+    # The RF100-VL catalogue (vendored CSV): domain of every benchmark dataset, stored locally or not.
+    "catalog": {
+        "dataset": "VARCHAR", "domain": "VARCHAR", "rf20vl": "BOOLEAN", "num_classes": "BIGINT",
+        "num_images": "BIGINT", "test_images": "BIGINT", "license": "VARCHAR",
+    },
+    # Suite membership: built-in suites (rf100vl, rf20vl, mini) plus suites named when importing.
+    "suites": {"suite": "VARCHAR", "dataset": "VARCHAR"},
+    # Registered models (BENCH_HOME/models/<model>.json): the recipe and suite a campaign declared.
+    "models": {
+        "model": "VARCHAR", "family": "VARCHAR", "size": "VARCHAR", "size_rank": "BIGINT", "recipe": "VARCHAR",
+        "recipe_file": "VARCHAR", "recipe_sha256": "VARCHAR", "recipe_conformant": "BOOLEAN",
+        "recipe_nonconformities": "VARCHAR[]", "suite": "VARCHAR", "expected_datasets": "BIGINT",
+    },
+    # Published RF100-VL mAP50-95 of other detectors (vendored CSV), for the comparison mart.
+    "published": {"model": "VARCHAR", "family": "VARCHAR", "size": "VARCHAR", "mAP50_95": "DOUBLE",
+                  "source": "VARCHAR"},
+    # va.submission.v1 files: ours (BENCH_HOME/submissions/<model>.json) and imported ones
+    # (BENCH_HOME/submissions/imported/<model>.json), one row each.
+    "submissions": {
+        "model": "VARCHAR", "origin": "VARCHAR", "created_at": "VARCHAR", "split": "VARCHAR", "suite": "VARCHAR",
+        "expected_datasets": "BIGINT", "datasets_scored": "BIGINT", "mAP50_95": "DOUBLE", "mAP50": "DOUBLE",
+        "mAP75": "DOUBLE", "AR_max_det": "DOUBLE", "conf": "DOUBLE", "nms_iou": "DOUBLE", "max_det": "BIGINT",
+        "recipe_sha256": "VARCHAR", "dataset_versions_sha256": "VARCHAR", "valid_submission": "BOOLEAN",
+        "invalid_reasons": "VARCHAR[]", "path": "VARCHAR", "file_sha256": "VARCHAR",
+    },
+    "submission_datasets": {
+        "model": "VARCHAR", "origin": "VARCHAR", "dataset": "VARCHAR", "dataset_version": "VARCHAR",
+        "num_images": "BIGINT", "num_classes": "BIGINT", "weights_sha256": "VARCHAR", "mAP50_95": "DOUBLE",
+        "mAP50": "DOUBLE", "mAP75": "DOUBLE", "AR100": "DOUBLE", "AR_max_det": "DOUBLE", "wall_seconds": "DOUBLE",
+    },
+}
 
 
 def _dataset_rows(home: Path) -> pd.DataFrame:
@@ -256,7 +326,7 @@ def _read_submission(origin: str, path: Path) -> tuple[dict[str, Any], list[str]
 def _submission_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
-    from bench_assets.fsutil import sha256_file
+    from bench_assets.platform.fsutil import sha256_file
 
     rows = []
     for origin, path in _submission_files(home):
@@ -294,192 +364,17 @@ def _submission_dataset_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _augbench_rows(home: Path) -> pd.DataFrame:
-    import pandas as pd
-
-    from bench_assets.augbench.naming import iter_results_files
-    from bench_assets.augbench.results import read_results
-    from bench_assets.augbench.stats import summarize
-
-    rows = []
-    for path in iter_results_files(home):
-        doc = read_results(path)
-        if doc is None:
-            continue
-        cfg = doc.config
-        for rep in doc.repeats:
-            version = rep.versions.get(doc.library) or next(iter(rep.versions.values()), None)
-            for c in rep.cells:
-                extra = c.model_extra or {}
-                s = summarize(c.throughputs) if c.throughputs else {}
-                rows.append({
-                    "config": doc.config_name, "media": cfg["media"], "mode": cfg["mode"], "device": cfg["device"],
-                    "library": doc.library, "transform": c.transform, "repeat": rep.repeat, "status": c.status,
-                    "reason": c.reason, "throughputs": c.throughputs, "runs": len(c.throughputs),
-                    **{k: s.get(k) for k in ("median", "mean", "std", "cv", "ci95_low", "ci95_high")},
-                    "unstable": s.get("unstable"), "preflight_throughput": c.preflight_throughput,
-                    **{k: extra.get(k) for k in ("startup_seconds", "peak_rss_mb", "peak_cuda_allocated_mb",
-                                                 "peak_cuda_reserved_mb")},
-                    "num_items": cfg["num_items"], "batch_size": cfg.get("batch_size"), "workers": cfg.get("workers"),
-                    "hardware": rep.hardware, "threads": json.dumps(rep.threads, sort_keys=True),
-                    "media_hash": rep.media_hash, "config_sha256": rep.config_sha256, "library_version": version,
-                    "started": rep.started, "is_latest": rep.repeat == doc.repeats[-1].repeat, "path": str(path),
-                })
-    return pd.DataFrame(rows)
-
-
-def _augbench_cell_rows(home: Path) -> pd.DataFrame:
-    import pandas as pd
-
-    from bench_assets.augbench.naming import iter_results_files
-    from bench_assets.augbench.results import read_results
-    from bench_assets.augbench.stats import summarize
-
-    rows = []
-    for path in iter_results_files(home):
-        doc = read_results(path)
-        if doc is None or not doc.repeats:
-            continue
-        latest = doc.repeats[-1]
-        pool = [r for r in doc.repeats if r.config_sha256 == latest.config_sha256]
-        for c in latest.cells:
-            runs = [t for r in pool for cell in r.cells if cell.transform == c.transform and cell.status == "ok"
-                    for t in cell.throughputs] if c.status == "ok" else []
-            s = summarize(runs) if runs else {}
-            rows.append({
-                "config": doc.config_name, "media": doc.config["media"], "mode": doc.config["mode"],
-                "device": doc.config["device"], "library": doc.library, "transform": c.transform, "status": c.status,
-                "reason": c.reason, "repeats": len(pool), "runs": len(runs),
-                **{k: s.get(k) for k in ("median", "mean", "std", "cv", "ci95_low", "ci95_high", "unstable")},
-                "preflight_throughput": c.preflight_throughput, "hardware": latest.hardware,
-                "threads": json.dumps(latest.threads, sort_keys=True), "media_hash": latest.media_hash,
-                "library_version": latest.versions.get(doc.library) or next(iter(latest.versions.values()), None),
-            })
-    return pd.DataFrame(rows)
-
-
-def _augbench_planned_rows(home: Path) -> pd.DataFrame:
-    import pandas as pd
-
-    from bench_assets.augbench.naming import augbench_dir
-
-    rows = []
-    root = augbench_dir(home)
-    for plan in sorted(root.glob("*/plan.json")) if root.exists() else []:
-        doc = json.loads(plan.read_text())
-        rows += [{"config": doc["config"]["name"], "library": c["library"], "transform": c["transform"],
-                  "planned_status": c["status"], "reason": c["reason"]} for c in doc["cells"]]
-    return pd.DataFrame(rows)
-
-
-# Table name -> builder over BENCH_HOME. Later domains add their tables here.
-TABLES: dict[str, TableBuilder] = {
-    "datasets": _dataset_rows,
-    "dataset_splits": _dataset_split_rows,
-    "runs": _run_rows,
-    "epochs": _epoch_rows,
-    "scores": _score_rows,
-    "catalog": _catalog_rows,
-    "suites": _suite_rows,
-    "models": _model_rows,
-    "published": _published_rows,
-    "submissions": _submission_rows,
-    "submission_datasets": _submission_dataset_rows,
-    "augbench_results": _augbench_rows,
-    "augbench_cells": _augbench_cell_rows,
-    "augbench_planned": _augbench_planned_rows,
-}
-ORDER_BY = {"datasets": "dataset, version", "dataset_splits": "dataset, version, split",
-            "runs": "model, dataset, run_signature", "epochs": "model, dataset, run_signature, epoch",
-            "scores": "model, dataset, fingerprint", "catalog": "dataset", "suites": "suite, dataset",
-            "models": "model", "published": "model", "submissions": "origin, model",
-            "submission_datasets": "origin, model, dataset",
-            "augbench_results": "config, library, repeat, transform", "augbench_planned": "config, library, transform",
-            "augbench_cells": "config, library, transform"}
-
-
-@contextmanager
-def loader_lock(warehouse: Path, timeout_s: float = 600.0) -> Iterator[None]:
-    warehouse.parent.mkdir(parents=True, exist_ok=True)
-    with open(warehouse.with_suffix(".lock"), "w") as fh:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{warehouse}: another loader held the lock for {timeout_s:g}s") from None
-                time.sleep(0.2)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def loader_temp_files(warehouse: Path) -> list[tuple[Path, int]]:
-    """The loaders' scratch files beside `warehouse` (`.<name>.<pid>.tmp` and its `.wal`), with the pid of each."""
-    pattern = re.compile(rf"\.{re.escape(warehouse.name)}\.(\d+)\.tmp(\.wal)?")
-    try:
-        names = sorted(os.listdir(warehouse.parent))
-    except FileNotFoundError:
-        return []
-    return [(warehouse.parent / n, int(m.group(1))) for n in names if (m := pattern.fullmatch(n))]
-
-
-def orphaned_loader_temps(warehouse: Path) -> list[Path]:
-    """Scratch files of loaders that died mid-rebuild (killed, disk full): their pid is no live process."""
-    return [p for p, pid in loader_temp_files(warehouse) if pid != os.getpid() and not pid_alive(pid)]
-
-
-def rebuild_warehouse(home: Path, warehouse: Path) -> dict[str, int]:
-    """Rebuild every table from the artifacts under `home`; return row counts per table."""
-    import duckdb
-
-    with loader_lock(warehouse):
-        # A loader killed mid-rebuild leaves a scratch file as big as the warehouse; the lock says none is live.
-        for leftover in orphaned_loader_temps(warehouse):
-            leftover.unlink(missing_ok=True)
-        frames = {name: build(home) for name, build in TABLES.items()}
-        tmp = warehouse.with_name(f".{warehouse.name}.{os.getpid()}.tmp")
-        wal = tmp.with_name(tmp.name + ".wal")
-        tmp.unlink(missing_ok=True)
-        wal.unlink(missing_ok=True)
-        try:
-            con = duckdb.connect(str(tmp))
-            try:
-                for name, df in frames.items():
-                    con.execute(create_sql(name))  # typed even when empty (no artifacts of this kind yet)
-                    if df.empty:
-                        continue
-                    drift = column_drift(name, list(df.columns))
-                    if drift:
-                        raise ValueError(drift)
-                    con.register("frame", df)
-                    con.execute(insert_sql(name, "frame", ORDER_BY[name]))
-                    con.unregister("frame")
-                con.execute("CHECKPOINT")
-            finally:
-                con.close()
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, warehouse)
-            fsync_dir(warehouse.parent)
-        finally:
-            tmp.unlink(missing_ok=True)
-            wal.unlink(missing_ok=True)  # left by a failed write (disk full) before the checkpoint
-    return {name: len(df) for name, df in frames.items()}
-
-
-def read_table(warehouse: Path, sql: str) -> list[dict[str, Any]]:
-    """Run a read-only query; the file is replaced whole on load, so readers never meet a writer."""
-    import duckdb
-
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        cur = con.execute(sql)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
-    finally:
-        con.close()
-
+# (table, builder, sort order); the column types are COLUMNS[table]
+TABLES = tuple(WarehouseTable(name, COLUMNS[name], build, order_by) for name, build, order_by in (
+    ("datasets", _dataset_rows, "dataset, version"),
+    ("dataset_splits", _dataset_split_rows, "dataset, version, split"),
+    ("runs", _run_rows, "model, dataset, run_signature"),
+    ("epochs", _epoch_rows, "model, dataset, run_signature, epoch"),
+    ("scores", _score_rows, "model, dataset, fingerprint"),
+    ("catalog", _catalog_rows, "dataset"),
+    ("suites", _suite_rows, "suite, dataset"),
+    ("models", _model_rows, "model"),
+    ("published", _published_rows, "model"),
+    ("submissions", _submission_rows, "origin, model"),
+    ("submission_datasets", _submission_dataset_rows, "origin, model, dataset"),
+))

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_assets.fsutil import atomic_write_bytes, atomic_write_text
-from bench_assets.report.figures import figure as _figure
-from bench_assets.report.figures import plot_context as _plot_context
-from bench_assets.report.figures import png as _png
-from bench_assets.report.pages import PAGE_END, page_start
-from bench_assets.report.pages import figure as figure_html
+from bench_assets.platform.figures import figure as _figure
+from bench_assets.platform.figures import plot_context as _plot_context
+from bench_assets.platform.figures import png as _png
+from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
+from bench_assets.platform.pages import PAGE_END, page_start
+from bench_assets.platform.pages import figure as figure_html
+from bench_assets.platform.report_pages import PageInputs, RenderedPage
 
 FORMAT_NOTE = ("AP values are COCO AP x100 with one decimal (0.4853 is shown as 48.5); differences are in the same "
                "points; — marks an undefined value (no score).")
@@ -120,7 +121,7 @@ def _check_columns(db: Path, table: str, wanted: Sequence[str], present: list[st
     if missing:
         raise ReportSchemaError(
             f"{db}: table {table} lacks column(s) {', '.join(missing)} (it has: {', '.join(present)}); rename them "
-            f"in the dbt model or update the columns the report reads in bench_assets/report/render.py")
+            f"in the dbt model or update the columns the report reads in bench_assets/rf100vl/report_page.py")
 
 
 def _select(con: Any, table: str, columns: Sequence[str], order_by: str) -> list[Row]:
@@ -160,7 +161,7 @@ def read_submissions(warehouse_db: Path) -> dict[tuple[str, str], _Submission]:
         tables = _table_columns(con)
         if ("main", "submissions") not in tables:
             raise ReportSchemaError(f"{warehouse_db}: no table submissions; rebuild the warehouse "
-                                    f"(the loader declares it in bench_assets/report/schema.py)")
+                                    f"(the loader declares it in bench_assets/platform/warehouse_schema.py)")
         _check_columns(warehouse_db, "submissions", SUBMISSION_COLUMNS, tables[("main", "submissions")])
         rows = _select(con, "submissions", SUBMISSION_COLUMNS, "model, origin")
     return {(r["model"], r["origin"]): _Submission(r["valid_submission"], tuple(r["invalid_reasons"] or ()))
@@ -697,3 +698,10 @@ def render_report(report_db: Path, out_dir: Path, *, warehouse_db: Path | None =
     return RenderedReport(out_dir=out_dir, markdown=out_dir / "report.md", html=out_dir / "index.html",
                           images=written, summary_md=_summary(data, head), models=len(data.leaderboard),
                           datasets=data.datasets, findings=len(data.findings or ()))
+
+
+def render_page(inputs: PageInputs) -> RenderedPage:
+    """The RF100-VL report as a page of `report/rendered`."""
+    out = render_report(inputs.report_db, inputs.out_dir, warehouse_db=inputs.warehouse_db, findings=inputs.findings)
+    return RenderedPage(summary_md=out.summary_md, html=out.html, markdown=out.markdown,
+                        counts={"models": out.models, "datasets": out.datasets})

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_assets.fsutil import sha256_file
+from bench_assets.platform.findings import Finding
+from bench_assets.platform.fsutil import sha256_file
+from bench_assets.platform.warehouse import query
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT
 
-MAX_ROWS = 50  # offending rows kept in metadata; the description always has the full count
 PARITY_TOL = 1e-6
 MEAN_TOL = 1e-9
 
@@ -33,32 +33,6 @@ _CURRENT = """
     FROM scores s LEFT JOIN runs r USING (run_signature)
     WHERE s.is_current
 """
-
-
-@dataclass
-class Finding:
-    passed: bool
-    description: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
-    severity: str = "ERROR"  # WARN: not wrong, not finished (a campaign still has partitions in flight)
-
-    def capped_rows(self) -> list[dict[str, Any]]:
-        return self.rows[:MAX_ROWS]
-
-
-def query(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-    import duckdb
-
-    if not warehouse.exists():
-        raise FileNotFoundError(f"{warehouse}: no warehouse yet; materialize report/warehouse first")
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        cur = con.execute(sql, params or [])
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
-    finally:
-        con.close()
 
 
 def _fmt(rows: list[dict[str, Any]], keys: tuple[str, ...], n: int = 5) -> str:
@@ -262,7 +236,7 @@ class HashCache:
 
     def save(self) -> None:
         if self.path:
-            from bench_assets.fsutil import atomic_write_json
+            from bench_assets.platform.fsutil import atomic_write_json
 
             atomic_write_json(self.path, self.entries, indent=None)
 

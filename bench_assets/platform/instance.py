@@ -1,8 +1,9 @@
-"""The product's Dagster instance under BENCH_HOME, and launching runs on it from the CLI.
+"""The product's Dagster instance under BENCH_HOME, and executing a job's run on it in this process.
 
 Every CLI verb goes through a Dagster run on this instance, so the UI shows the same history as
 the terminal. Runs execute in-process (one step at a time here): a partition's own step is the
-expensive part and process start-up would only add seconds.
+expensive part and process start-up would only add seconds. Many partitions at once go through
+`run_pool.py` (worker processes that each execute runs like this).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_assets.fsutil import atomic_write_text, pid_alive
+from bench_assets.platform.fsutil import atomic_write_text, pid_alive
+from resources.lanes import lanes_from_env
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -40,8 +42,6 @@ def prepare_home(home: Path) -> Path:
 
 def pool_limits() -> dict[str, int]:
     """`gpu`: one slot per lane (BENCH_GPUS x BENCH_JOBS_PER_GPU, or BENCH_CPU_LANES); `duckdb_writer`: 1."""
-    from bench_assets.lanes import lanes_from_env
-
     return {"gpu": len(lanes_from_env()), "duckdb_writer": 1}
 
 
@@ -135,21 +135,16 @@ def _errors(result: Any) -> list[str]:
     return out
 
 
-def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str | None = None,
+def execute(instance: dg.DagsterInstance, job: dg.JobDefinition, *, partition_key: str | None = None,
             run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None,
-            checks_only: bool = False) -> RunOutcome:
-    """Run `job_name` in this process. `checks_only` runs just the asset checks of the job's assets (on what
-    is stored now, materializing nothing): how stored datasets are re-verified."""
-    from bench_assets.report.dbt_assets import prepare_manifest
-    from bench_assets.terminal_log import terminal_logger_def, verbose
+            checks_only: bool = False, asset_graph: Any = None) -> RunOutcome:
+    """Run `job` (resolved against its Definitions) in this process. `checks_only` runs just the asset checks
+    of the job's assets (on what is stored now, materializing nothing): how stored datasets are re-verified;
+    it needs the code location's `asset_graph` to find them."""
+    from bench_assets.platform.terminal_log import terminal_logger_def, verbose
 
-    prepare_manifest()  # the dbt assets load from a manifest; a fresh clone or an edited model needs a parse
-    from definitions import defs
-
-    job = defs.resolve_job_def(job_name)
     if checks_only:
-        graph = defs.resolve_asset_graph()
-        checks = graph.get_check_keys_for_assets(set(job.asset_layer.selected_asset_keys))
+        checks = asset_graph.get_check_keys_for_assets(set(job.asset_layer.selected_asset_keys))
         job = job.get_subset(asset_selection=set(), asset_check_selection=set(checks))
     # The terminal gets failures without stack traces (the event log keeps them; --verbose prints them).
     job = job.with_logger_defs({"bench_terminal": terminal_logger_def()})
@@ -166,22 +161,10 @@ def execute(instance: dg.DagsterInstance, job_name: str, *, partition_key: str |
                       warnings=_warnings(result))
 
 
-def _add_partitions(instance: dg.DagsterInstance, partitions_name: str, names: list[str]) -> list[str]:
+def add_partitions(instance: dg.DagsterInstance, partitions_name: str, names: list[str]) -> list[str]:
+    """Add the dynamic partitions that do not exist yet; return the new ones."""
     known = set(instance.get_dynamic_partitions(partitions_name))
     new = [n for n in names if n not in known]
     if new:
         instance.add_dynamic_partitions(partitions_name, new)
     return new
-
-
-def register_partitions(instance: dg.DagsterInstance, names: list[str]) -> list[str]:
-    """Add dataset partitions that do not exist yet; return the new ones."""
-    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
-
-    return _add_partitions(instance, DATASET_PARTITIONS_NAME, names)
-
-
-def register_model_partition(instance: dg.DagsterInstance, model: str) -> None:
-    from bench_assets.rf100vl.partitions import MODEL_PARTITIONS_NAME
-
-    _add_partitions(instance, MODEL_PARTITIONS_NAME, [model])

@@ -1,14 +1,15 @@
 """Asset checks on `report/warehouse` that make a campaign's silent failures loud.
 
-Thin shells over `campaign_checks.py`: each reads the warehouse (in the `duckdb_writer` pool, so it
+Thin shells over `warehouse_checks.py`: each reads the warehouse (in the `duckdb_writer` pool, so it
 never races the loader), reports pass/fail with the numbers in the description and the offending
 rows in metadata, at severity ERROR. Thresholds are run config, with the defaults below.
 """
 
 import dagster as dg
 
-from bench_assets.report import campaign_checks as cc
-from bench_assets.report.loader_assets import warehouse
+from bench_assets.platform.check_results import check_result
+from bench_assets.platform.contribution import WAREHOUSE_KEY
+from bench_assets.rf100vl import warehouse_checks as cc
 from resources.bench_home import BenchHome
 
 
@@ -20,33 +21,19 @@ class AdjacentSizeConfig(dg.Config):
     max_gap: float = 0.10  # mean mAP50-95 between neighbouring sizes; healthy ~0.03, the bug report was 0.16
 
 
-def _result(finding: cc.Finding) -> dg.AssetCheckResult:
-    return dg.AssetCheckResult(
-        passed=finding.passed,
-        severity=dg.AssetCheckSeverity(finding.severity),
-        description=finding.description[:2000],
-        metadata={
-            "offending_rows": dg.MetadataValue.json(finding.capped_rows()),
-            "offending_count": dg.MetadataValue.int(len(finding.rows) if not finding.passed else 0),
-            **{k: dg.MetadataValue.json(v) if isinstance(v, dict | list) else dg.MetadataValue.text(str(v))
-               for k, v in finding.facts.items()},
-        },
-    )
-
-
 def _check(name: str, description: str):  # noqa: ANN202 - a decorator factory
-    return dg.asset_check(asset=warehouse, name=name, description=description, pool="duckdb_writer",
+    return dg.asset_check(asset=WAREHOUSE_KEY, name=name, description=description, pool="duckdb_writer",
                           blocking=False)
 
 
 @_check("selection_vs_test", "Valid (selection) vs test mAP50-95 of every current run within a tolerance.")
 def selection_vs_test(config: SelectionVsTestConfig, home: BenchHome) -> dg.AssetCheckResult:
-    return _result(cc.selection_vs_test(home.warehouse_path, config.tolerance))
+    return check_result(cc.selection_vs_test(home.warehouse_path, config.tolerance))
 
 
 @_check("adjacent_size_gap", "Neighbouring sizes of one family within a configured gap on shared datasets.")
 def adjacent_size_gap(config: AdjacentSizeConfig, home: BenchHome) -> dg.AssetCheckResult:
-    return _result(cc.adjacent_size_gap(home.warehouse_path, config.max_gap))
+    return check_result(cc.adjacent_size_gap(home.warehouse_path, config.max_gap))
 
 
 def partition_runs(instance: dg.DagsterInstance) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
@@ -68,25 +55,25 @@ def partition_runs(instance: dg.DagsterInstance) -> tuple[set[tuple[str, str]], 
                     "and failed partitions are listed.")
 def coverage(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
     failed, in_flight = partition_runs(context.instance)
-    return _result(cc.coverage(home.warehouse_path, failed, in_flight))
+    return check_result(cc.coverage(home.warehouse_path, failed, in_flight))
 
 
 @_check("protocol_conformance", "Test split, conf 0.001, NMS IoU 0.65, max_det 500, the registered (conformant) "
                                 "recipe, one recipe hash per model, dataset versions matching the lock.")
 def protocol_conformance(home: BenchHome) -> dg.AssetCheckResult:
-    return _result(cc.protocol_conformance(home.warehouse_path))
+    return check_result(cc.protocol_conformance(home.warehouse_path))
 
 
 @_check("scoring_integrity", "No undefined or -1 headline, no -1 bucket that could enter a mean, fast and "
                              "reference backends agree, submission headlines equal the mean of their datasets.")
 def scoring_integrity(home: BenchHome) -> dg.AssetCheckResult:
-    return _result(cc.scoring_integrity(home.warehouse_path))
+    return check_result(cc.scoring_integrity(home.warehouse_path))
 
 
 @_check("provenance", "Every score's recipe file, checkpoint and predictions file exists and matches its hash.")
 def provenance(home: BenchHome) -> dg.AssetCheckResult:
-    return _result(cc.provenance(home.warehouse_path, home.path / "cache" / "provenance_sha256.json"))
+    return check_result(cc.provenance(home.warehouse_path, home.path / "cache" / "provenance_sha256.json"))
 
 
-campaign_checks = [selection_vs_test, adjacent_size_gap, coverage, protocol_conformance, scoring_integrity,
+warehouse_checks = [selection_vs_test, adjacent_size_gap, coverage, protocol_conformance, scoring_integrity,
                    provenance]

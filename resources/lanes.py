@@ -42,12 +42,17 @@ def plan_lanes(gpus: list[str], jobs_per_gpu: int, cpu_lanes: int, threads_per_l
     return [Lane(i, "cpu", "", threads_per_lane) for i in range(cpu_lanes)]
 
 
-def lanes_from_env(env: dict[str, str] | None = None) -> list[Lane]:
-    """BENCH_GPUS="0,1" BENCH_JOBS_PER_GPU=2 -> 4 GPU lanes; no BENCH_GPUS -> BENCH_CPU_LANES CPU lanes."""
+def lanes_from_env(env: dict[str, str] | None = None, *, gpus: str = "", jobs_per_gpu: int = 0,
+                   cpu_lanes: int = 0, threads_per_lane: int = 0) -> list[Lane]:
+    """BENCH_GPUS="0,1" BENCH_JOBS_PER_GPU=2 -> 4 GPU lanes; no BENCH_GPUS -> BENCH_CPU_LANES CPU lanes.
+
+    The one place the lane variables are read; a non-empty/non-zero keyword wins over its variable."""
     env = dict(os.environ if env is None else env)
-    gpus = [g.strip() for g in env.get("BENCH_GPUS", "").split(",") if g.strip()]
-    return plan_lanes(gpus, int(env.get("BENCH_JOBS_PER_GPU", "1")), int(env.get("BENCH_CPU_LANES", "1")),
-                      int(env.get("BENCH_THREADS_PER_LANE", "1")))
+    listed = gpus or env.get("BENCH_GPUS", "")
+    return plan_lanes([g.strip() for g in listed.split(",") if g.strip()],
+                      jobs_per_gpu or int(env.get("BENCH_JOBS_PER_GPU", "1")),
+                      cpu_lanes or int(env.get("BENCH_CPU_LANES", "1")),
+                      threads_per_lane or int(env.get("BENCH_THREADS_PER_LANE", "1")))
 
 
 class NoLaneFree(TimeoutError):

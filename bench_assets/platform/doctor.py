@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench_assets.fsutil import (
+from bench_assets.platform.fsutil import (
     SCRATCH_RANDOM as _RANDOM,
 )
-from bench_assets.fsutil import (
+from bench_assets.platform.fsutil import (
     human_bytes,
     is_scratch_name,
     path_age_s,
@@ -99,7 +99,7 @@ def _run_findings(instance: dg.DagsterInstance) -> tuple[list[Finding], int]:
     """Dead runs and stuck slots, and how many runs are really in progress."""
     import dagster as dg
 
-    from bench_assets.instance import dead_cli_runs
+    from bench_assets.platform.instance import dead_cli_runs
 
     held = _slots_by_run(instance)
     findings = []
@@ -130,7 +130,7 @@ def _run_findings(instance: dg.DagsterInstance) -> tuple[list[Finding], int]:
 
 def _temp_reason(home: Path, path: Path, is_dir: bool) -> tuple[str, bool] | None:
     """(why `path` is an orphaned temp, whether that rests on age alone), or None when it is not one."""
-    from bench_assets.report.warehouse import loader_temp_files
+    from bench_assets.platform.warehouse import loader_temp_files
 
     name = path.name
     if is_scratch_name(name):
@@ -196,7 +196,7 @@ def diagnose(home: Path, instance: dg.DagsterInstance) -> list[Finding]:
 
 def fix(home: Path, instance: dg.DagsterInstance, findings: list[Finding]) -> list[str]:
     """Repair what `diagnose` found (each item re-checked first); one line per action taken or declined."""
-    from bench_assets.instance import reconcile_stale_runs
+    from bench_assets.platform.instance import reconcile_stale_runs
 
     done = []
     if any(f.kind == "dead_run" for f in findings):
@@ -222,7 +222,7 @@ def fix(home: Path, instance: dg.DagsterInstance, findings: list[Finding]) -> li
 
 def doctor_main(home: Path, repair: bool, out: Callable[[str], None]) -> int:
     """Report every problem (one line each); with `fix`, repair them. 0: nothing left; 1: problems remain."""
-    from bench_assets.instance import open_instance
+    from bench_assets.platform.instance import open_instance
 
     instance = open_instance(home, reconcile=False)  # dead runs are findings here, not silently fixed
     try:

@@ -12,7 +12,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bench_assets.fsutil import ensure_free_space
+from bench_assets.platform.fsutil import ensure_free_space
 
 
 class UnsafeArchiveError(ValueError):

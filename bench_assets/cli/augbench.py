@@ -1,0 +1,68 @@
+"""`bench augbench` verbs: expand a config into its plan, and run it through Dagster."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench_assets.cli.common import build_report, fail, report
+from resources.paths import bench_home_path
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    return {"num_items": args.num_items, "num_runs": args.num_runs, "device": args.device,
+            "workers": args.workers, "batch_size": args.batch_size}
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Expand a config into partitions, cells and result files; refuse impossible cells with the reason."""
+    from bench_assets.augbench.config import ConfigError, load_config
+    from bench_assets.augbench.pipeline import register_config
+    from bench_assets.augbench.plan import format_plan
+
+    try:
+        plan = register_config(bench_home_path(), load_config(Path(args.config), _overrides(args)))
+    except ConfigError as exc:
+        return fail(str(exc), 2)
+    print(format_plan(plan, bench_home_path()))
+    return 0
+
+
+def run_augbench(config_path: Path, overrides: dict | None = None, with_report: bool = True) -> int:
+    """Register the config, build its media, then measure each library in turn (never two at once: they
+    would share the cores being measured), then load the warehouse and rebuild the report."""
+    import dagster as dg
+
+    from bench_assets.augbench.config import ConfigError, load_config
+    from bench_assets.augbench.jobs import media_job, results_job
+    from bench_assets.augbench.partitions import register_config_partition
+    from bench_assets.augbench.pipeline import register_config
+    from bench_assets.augbench.plan import format_plan
+    from bench_assets.cli.location import load_location, run_job
+    from bench_assets.platform.instance import open_instance
+
+    home = bench_home_path()
+    try:
+        cfg = load_config(config_path, overrides)
+        plan = register_config(home, cfg)
+    except ConfigError as exc:
+        return fail(str(exc), 2)
+    print(format_plan(plan, home))
+    load_location(builds_report=with_report)
+    instance = open_instance(home)
+    register_config_partition(instance, cfg.name)
+    code = report(run_job(instance, media_job, partition_key=cfg.name), f"augbench media {cfg.name}")
+    if code:
+        return code
+    for lib in cfg.libraries:
+        key = dg.MultiPartitionKey({"config": cfg.name, "library": lib})
+        outcome = run_job(instance, results_job, partition_key=key)
+        code = report(outcome, f"augbench {cfg.name}/{lib}") or code
+        print(f"augbench {cfg.name}/{lib}: {'ok' if outcome.success else 'FAILED'} (run {outcome.run_id})")
+    if with_report:
+        code = build_report(instance) or code
+    return code
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return run_augbench(Path(args.config), _overrides(args), with_report=not args.no_report)

@@ -1,0 +1,331 @@
+"""`bench` verbs of the RF100-VL family: datasets, train / campaign, status, submissions, publish, rescore, score."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench_assets.cli.common import fail, load_warehouse, report
+from resources.paths import bench_home_path
+
+
+def materialize_datasets(instance: Any, names: list[str], run_config: dict | None = None) -> list[str]:
+    """Run the dataset job per partition; return the names that failed (reasons printed)."""
+    from bench_assets.cli.location import run_job
+    from bench_assets.rf100vl.jobs import dataset_job
+
+    failed = []
+    for name in names:
+        outcome = run_job(instance, dataset_job, partition_key=name, run_config=run_config)
+        if report(outcome, f"dataset {name}"):
+            failed.append(name)
+        else:
+            print(f"dataset {name}: ok (run {outcome.run_id})")
+    return failed
+
+
+def print_scores(home: Path) -> None:
+    from bench_assets.platform.warehouse import query
+
+    rows = query(home / "warehouse.duckdb",
+                 "SELECT s.model, s.dataset, s.mAP50_95, s.mAP50, s.AR_max_det, s.backend, r.valid_mAP50_95, "
+                 "r.best_epoch, r.recipe_conformant, round(r.wall_seconds) AS train_s FROM scores s "
+                 "JOIN runs r USING (run_signature) WHERE s.is_current ORDER BY s.dataset")
+    print("\nmodel     dataset       test mAP50-95  mAP50   AR@500  valid mAP50-95  best epoch  train s  conformant")
+    for r in rows:
+        print(f"{r['model']:9s} {r['dataset']:13s} {r['mAP50_95']:13.4f}  {r['mAP50']:.4f}  {r['AR_max_det']:.4f}  "
+              f"{r['valid_mAP50_95'] or 0:14.4f}  {r['best_epoch'] or 0:10d}  {r['train_s']:7.0f}  "
+              f"{'yes' if r['recipe_conformant'] else 'NO (smoke recipe)'}")
+
+
+# ------------------------------------------------------------------------------------------------- datasets
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.inbox import inbox_name
+    from bench_assets.rf100vl.jobs import DATASET_OP
+    from bench_assets.rf100vl.partitions import register_partitions
+    from bench_assets.rf100vl.sources import check_dataset_name
+
+    path = Path(args.path).expanduser().resolve()
+    if not path.exists():
+        return fail(f"{path}: no such file or directory")
+    try:
+        name = check_dataset_name(args.name or inbox_name(path))
+    except ValueError as exc:
+        return fail(f"{exc}; pass --name", 2)
+    instance = open_instance(bench_home_path())
+    register_partitions(instance, [name])
+    config = {"ops": {DATASET_OP: {"config": {"source": str(path), "suite": args.suite or ""}}}}
+    failed = materialize_datasets(instance, [name], run_config=config)
+    code = load_warehouse(instance)
+    return 1 if failed or code else 0
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.catalog import suite_members
+    from bench_assets.rf100vl.partitions import register_partitions
+
+    try:
+        names = suite_members(args.suite)
+    except KeyError as exc:
+        return fail(str(exc.args[0]), 2)
+    instance = open_instance(bench_home_path())
+    new = register_partitions(instance, names)
+    print(f"suite {args.suite}: {len(names)} datasets, {len(new)} newly registered")
+    if args.materialize:
+        failed = materialize_datasets(instance, names)
+        return 1 if failed or load_warehouse(instance) else 0
+    return 0
+
+
+def _dataset_rows(home: Path) -> list[dict[str, Any]]:
+    """The current version of every stored dataset, then each blocked version with its reasons."""
+    from bench_assets.rf100vl.sources import read_spec
+    from bench_assets.rf100vl.store import blocked_versions, current_version, iter_versions, load_record
+
+    datasets_dir = home / "datasets"
+    versions: dict[str, list[str]] = {}
+    for name, version in iter_versions(datasets_dir):
+        versions.setdefault(name, []).append(version)
+    rows = []
+    for name in sorted(versions):
+        spec = read_spec(home / "sources", name)
+        current = current_version(datasets_dir, name)
+        blocked = blocked_versions(datasets_dir, name)
+        # The current version first, then every blocked one with its reason; superseded good ones are counted.
+        for version in [v for v in [current] if v] + [v for v in versions[name] if v in blocked]:
+            rec = load_record(datasets_dir, name, version)
+            if rec is None:
+                continue
+            splits = rec.manifest["splits"]
+            rows.append({"dataset": name, "version": rec.version, "versions": len(versions[name]),
+                         "status": "current" if version == current else "BLOCKED",
+                         "suites": ",".join(spec.suites) if spec else "", "classes": rec.manifest["num_classes"],
+                         **{s: splits[s]["images"] for s in ("train", "valid", "test")},
+                         "boxes": sum(s["annotations"] for s in splits.values()),
+                         "source": rec.manifest["source"]["kind"],
+                         "blocked_reasons": blocked.get(version, {}).get("reasons", [])})
+    return rows
+
+
+def print_datasets(home: Path, as_json: bool) -> None:
+    rows = _dataset_rows(home)
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return
+    cols = ["dataset", "version", "status", "versions", "suites", "classes", "train", "valid", "test", "boxes",
+            "source"]
+    widths = {c: max([len(c)] + [len(str(r[c])) for r in rows]) for c in cols}
+    print("  ".join(c.ljust(widths[c]) for c in cols))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))
+        for reason in r["blocked_reasons"]:
+            print(f"    blocked because {reason}")
+    if not rows:
+        print("(no datasets yet: `bench demo` or `bench datasets import PATH`)")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    print_datasets(bench_home_path(), args.json)
+    return 0
+
+
+def cmd_check_datasets(args: argparse.Namespace) -> int:
+    """Re-run the dataset checks on the current versions as stored now (nothing is re-imported)."""
+    from bench_assets.cli.location import run_job
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.jobs import dataset_job
+    from bench_assets.rf100vl.store import current_version, iter_versions, why_no_current
+
+    home = bench_home_path()
+    names = args.names or sorted({n for n, _ in iter_versions(home / "datasets")})
+    instance = open_instance(home)
+    failed = []
+    for name in names:
+        if current_version(home / "datasets", name) is None:
+            print(f"bench: {why_no_current(home / 'datasets', name)}", file=sys.stderr)
+            failed.append(name)
+            continue
+        outcome = run_job(instance, dataset_job, partition_key=name, checks_only=True)
+        if report(outcome, f"checks of dataset {name}"):
+            failed.append(name)
+        else:
+            print(f"dataset {name}: checks pass (run {outcome.run_id})")
+    return 1 if failed else 0
+
+
+# ------------------------------------------------------------------------------------------ train / campaign
+
+
+def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, suite: str | None,
+                           datasets: str | None) -> list[str]:
+    """Validate and record the model and its recipe, register partitions, import missing datasets."""
+    from bench_assets.rf100vl.catalog import suite_members
+    from bench_assets.rf100vl.models import register_model
+    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
+    from bench_assets.rf100vl.sources import SourceSpec, register
+    from bench_assets.rf100vl.store import current_version
+
+    names = suite_members(suite) if suite else [d for d in (datasets or "").split(",") if d]
+    _, loaded = register_model(home, model, recipe, suite=suite, datasets=names)
+    if not loaded.recipe.conformant:
+        print(f"bench: recipe {loaded.path} is NOT protocol-conformant ({'; '.join(loaded.recipe.nonconformities())})"
+              "; its numbers are marked non-conformant everywhere", file=sys.stderr)
+    if suite == "mini":
+        for n in names:
+            register(home / "sources", n, SourceSpec(kind="mini", suites=["mini"]))
+    register_partitions(instance, names)
+    register_model_partition(instance, model)
+    missing = [n for n in names if current_version(home / "datasets", n) is None]
+    failed = materialize_datasets(instance, missing) if missing else []
+    return [n for n in names if n not in failed]
+
+
+def _build_submission(instance: Any, model: str) -> int:
+    from bench_assets.cli.location import run_job
+    from bench_assets.rf100vl.jobs import submission_job
+
+    return report(run_job(instance, submission_job, partition_key=model), f"submission {model}")
+
+
+def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: str | None = None,
+                 recipe: str = "default", lanes: int = 0, force: bool = False) -> int:
+    """Register, then run `job` for every (dataset, model) partition longest first on the lanes."""
+    from bench_assets.cli.location import load_for_runs
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.platform.run_pool import run_all
+    from bench_assets.rf100vl.campaign import longest_first, pool_runs
+    from bench_assets.rf100vl.jobs import campaign_job, train_job
+    from bench_assets.rf100vl.recipes import RecipeError
+    from resources.lanes import lanes_from_env
+
+    if not (suite or datasets):
+        return fail("pass --suite S or --datasets A,B", 2)
+    home = bench_home_path()
+    if lanes:
+        os.environ["BENCH_CPU_LANES"] = str(lanes)
+    instance = open_instance(home)
+    try:
+        names = _register_for_campaign(instance, home, model, recipe, suite, datasets)
+    except (RecipeError, ValueError, KeyError) as exc:
+        return fail(str(exc), 2)
+    runs = pool_runs(longest_first(home, model, names), job, force=force)
+    n_lanes = len(lanes_from_env())
+    print(f"{job.name}: {len(runs)} partitions of {model}, longest first, on {n_lanes} lane(s)")
+
+    def show(result: Any) -> None:
+        code = report(result.outcome, f"{job.name} {result.run.label}")
+        print(f"  {result.run.label:40s} {'ok' if code == 0 else 'FAILED'}  {result.seconds:7.1f}s", flush=True)
+
+    finished = run_all(runs, workers=n_lanes, home=home, load=load_for_runs, on_result=show)
+    failed = [r for r in finished if not r.outcome.success]
+    code = _build_submission(instance, model) if job is campaign_job else 0
+    # Training alone leaves the suite unscored: coverage is expected to fail until `bench campaign` evaluates.
+    code = load_warehouse(instance, tolerate=("coverage",) if job is train_job else ()) or code
+    if failed:
+        print(f"bench: {len(failed)} partition(s) failed: {', '.join(r.run.label for r in failed)}", file=sys.stderr)
+    return 1 if failed or code else 0
+
+
+def _campaign(args: argparse.Namespace, job: Any) -> int:
+    return run_campaign(job, args.model, suite=args.suite, datasets=args.datasets, recipe=args.recipe,
+                        lanes=args.lanes, force=args.force)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from bench_assets.rf100vl.jobs import train_job
+
+    return _campaign(args, train_job)
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from bench_assets.rf100vl.jobs import campaign_job
+
+    return _campaign(args, campaign_job)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Per model: done / running / queued / failed / missing partitions of its suite, and an ETA."""
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.progress import campaign_progress, format_progress
+    from resources.lanes import lanes_from_env
+
+    home = bench_home_path()
+    progress = campaign_progress(home, open_instance(home), [args.model] if args.model else None)
+    if args.json:
+        print(json.dumps([{"model": p.model, "suite": p.suite, "states": p.states,
+                           "eta_seconds": p.eta_seconds(len(lanes_from_env()))} for p in progress], indent=1))
+    else:
+        print(format_progress(progress, len(lanes_from_env())))
+    return 0
+
+
+# ------------------------------------------------------------------------------- submissions, publish, rescore
+
+
+def cmd_submission_import(args: argparse.Namespace) -> int:
+    """Store an existing va.submission.v1 file so it sits beside our models in every mart."""
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.submission import SubmissionError, import_submission
+
+    home = bench_home_path()
+    try:
+        out, sub, reasons = import_submission(home, Path(args.file).expanduser())
+    except SubmissionError as exc:
+        return fail(str(exc))
+    rf = sub.rf100vl
+    print(f"imported {sub.model['name']}: {len(rf.datasets)} datasets, mAP50-95 {sub.accuracy['mAP_50_95']:.4f} "
+          f"(recomputed from its per-dataset entries: agrees) -> {out}")
+    if reasons:
+        print("  not a valid leaderboard entry: " + "; ".join(reasons))
+    return load_warehouse(open_instance(home))
+
+
+def cmd_submission_build(args: argparse.Namespace) -> int:
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.partitions import register_model_partition
+    from bench_assets.rf100vl.submission import submission_path
+
+    home = bench_home_path()
+    instance = open_instance(home)
+    register_model_partition(instance, args.model)
+    code = _build_submission(instance, args.model)
+    if code == 0:
+        doc = json.loads(submission_path(home, args.model).read_text())
+        rf = doc["rf100vl"]
+        print(f"{args.model}: {len(rf['datasets'])} datasets, mAP50-95 {doc['accuracy']['mAP_50_95']}, "
+              f"valid_submission={rf['valid_submission']} -> {submission_path(home, args.model)}")
+        for r in rf["invalid_reasons"]:
+            print(f"  not submittable because: {r}")
+    return load_warehouse(instance) or code
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    """Upload a model's results and/or checkpoints to a HF dataset repo, then verify by listing the remote."""
+    from bench_assets.rf100vl.publish import publish_main
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr if msg.startswith("publish failed") else sys.stdout)
+
+    return publish_main(bench_home_path(), args.model, args.repo, args.tier, dry_run=args.dry_run,
+                        append=args.append, log=log)
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from bench_assets.rf100vl.rescore import rescore_all
+
+    return rescore_all(bench_home_path(), model=args.model, datasets=args.datasets)
+
+
+def score_main(argv: list[str]) -> int:
+    """`bench score GT PRED`: the fast path (no Dagster, no torch); it parses its own arguments."""
+    from bench_assets.rf100vl.score_cli import main
+
+    return main(argv)

@@ -1,0 +1,56 @@
+"""Where a number came from: the source tree's commit and cleanliness, installed package versions, and a label of
+the hardware it was measured on. Recorded beside results by every family (submissions, augbench result files)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from resources.paths import REPO_ROOT
+
+
+def source_tree(repo: Path = REPO_ROOT) -> dict[str, Any]:
+    """The commit and whether the working tree had uncommitted changes (a dirty tree is not reproducible)."""
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=20, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=20, check=True).stdout
+        return {"commit": commit, "dirty": bool(status.strip()), "changed_files": status.splitlines()[:20]}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None, "changed_files": []}
+
+
+def package_versions(*dists: str) -> dict[str, str]:
+    out = {}
+    for d in dists:
+        try:
+            out[d] = importlib.metadata.version(d)
+        except importlib.metadata.PackageNotFoundError:
+            out[d] = "not installed"
+    return out
+
+
+def hardware_label(device: str) -> str:
+    """What the numbers were measured on, for the result file and the consistency check."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    label = f"{cpu} x{os.cpu_count()} ({platform.system()} {platform.machine()})"
+    if device == "cuda":
+        try:
+            import torch
+
+            label += f" + {torch.cuda.get_device_name(0)}"
+        except Exception:  # noqa: BLE001 - no CUDA: the adapters report the cells unsupported
+            label += " + (no CUDA device)"
+    return label
