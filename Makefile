@@ -13,6 +13,7 @@ demo: setup
 	$(VENV)/bin/bench demo
 
 test: setup
+	$(VENV)/bin/lint-imports  # the architecture contract (pyproject.toml [tool.importlinter], docs/architecture.md)
 	$(VENV)/bin/python -m pytest -q
 
 ui: setup

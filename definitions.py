@@ -10,6 +10,7 @@ object: `dagster definitions validate -f definitions.py` and the other `-f` comm
 import dagster as dg
 
 from bench_assets.augbench import definitions as augbench
+from bench_assets.platform.contribution import Family
 from bench_assets.report import definitions as report
 from bench_assets.rf100vl import definitions as rf100vl
 from resources.bench_home import BenchHome
@@ -19,8 +20,14 @@ FAMILIES = (
     augbench,  # augmentation speed benchmark: media, per-library results, paper report (+ checks)
 )
 
-defs = dg.Definitions.merge(
-    dg.Definitions(resources={"home": BenchHome()}),  # shared by every family and the report
-    *(family.defs for family in FAMILIES),
-    report.build_defs(*FAMILIES),  # warehouse, dbt marts, rendered report
-)
+
+def build_location(families: tuple[Family, ...]) -> dg.Definitions:
+    """Every family's own definitions, the report composed from their contributions, and the shared resources."""
+    return dg.Definitions.merge(
+        dg.Definitions(resources={"home": BenchHome()}),  # shared by every family and the report
+        *(family.defs for family in families),
+        report.build_defs(*families),  # warehouse (+ the families' checks), dbt marts, rendered pages
+    )
+
+
+defs = build_location(FAMILIES)

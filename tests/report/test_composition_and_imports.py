@@ -49,3 +49,25 @@ def test_standard_dagster_cli_loads_the_code_location_from_its_file(tmp_path: Pa
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "All code locations passed validation" in r.stdout + r.stderr
+
+
+def test_the_report_lists_every_check_of_the_location() -> None:
+    """`report/rendered` heads the report with failing checks; it must see every check, not just its job's."""
+    import definitions
+    from bench_assets.report.definitions import build_defs, every_check
+
+    resolved = set(definitions.defs.resolve_asset_graph().asset_check_keys)
+    assert set(every_check(definitions.FAMILIES, build_defs(*definitions.FAMILIES))) == resolved
+    # dataset checks, warehouse checks of both families and dbt tests are all there
+    names = {k.name for k in resolved}
+    assert {"lock_matches_files", "selection_vs_test", "augbench_coverage", "cells_complete"} <= names
+    assert any(k.asset_key.path[:1] == ["report"] and k.asset_key.path[-1] == "leaderboard" for k in resolved)
+
+
+def test_the_architecture_contract_holds() -> None:
+    """`lint-imports` (pyproject.toml [tool.importlinter]): families and report independent, the platform imports
+    none of them nor the CLI, resources/ nothing from bench_assets, nobody imports definitions, no cycles."""
+    r = subprocess.run([str(Path(sys.executable).with_name("lint-imports"))], cwd=REPO, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "0 broken" in r.stdout and "6 kept" in r.stdout

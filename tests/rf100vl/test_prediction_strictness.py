@@ -23,7 +23,7 @@ import pytest
 from bench_assets.rf100vl import evaluation, scoring
 from bench_assets.rf100vl.scoring import PredictionsInvalid, parity, score, score_both, validate_predictions
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "corpus" / "predictions"
 GT = CASES / "gt.json"
 FIX_IMAGE_IDS = "fix: write image ids as JSON integers matching the ground truth's images[].id"

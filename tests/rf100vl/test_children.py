@@ -22,7 +22,7 @@ import pytest
 
 from bench_assets.rf100vl.specs import EXIT_DONE, EXIT_FAILED, EXIT_OOM, PredictResult, TrainResult
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 IMGSZ = 128
 CLASSES = ["disc", "block"]
 

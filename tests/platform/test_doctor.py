@@ -12,7 +12,7 @@ import dagster as dg
 
 from bench_assets.platform.doctor import diagnose, doctor_main
 from bench_assets.platform.instance import HOST_TAG, PID_TAG
-from tests.test_fault_litter import HOLD_SCRATCH, dead_pid, holding
+from tests.platform.test_fault_litter import HOLD_SCRATCH, dead_pid, holding
 
 
 def _run(instance: dg.DagsterInstance, status: dg.DagsterRunStatus, pid: int | None = None) -> str:

@@ -27,7 +27,7 @@ from bench_assets.rf100vl.scoring import (
     validate_predictions,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SIZE = 640
 
 

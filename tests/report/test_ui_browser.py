@@ -29,8 +29,8 @@ import pytest
 
 from bench_assets.report.jobs import report_job, warehouse_job
 from tests.conftest import BENCH, REPO
+from tests.report.test_ui import _free_port, _graphql, _pids_with_home
 from tests.synthetic_campaign import make_campaign
-from tests.test_ui import _free_port, _graphql, _pids_with_home
 
 pytestmark = pytest.mark.slow
 
@@ -329,7 +329,7 @@ def test_leaderboard_materialized_and_its_dbt_tests_pass(ui: Ui, page: Any) -> N
 
 def test_a_planted_defect_turns_selection_vs_test_red(ui: Ui, page: Any) -> None:
     from bench_assets.rf100vl import warehouse_checks as cc
-    from tests.test_campaign_checks import _current_score_file, _current_stats_file, _datasets, _edit
+    from tests.rf100vl.test_warehouse_checks import _current_score_file, _current_stats_file, _datasets, _edit
 
     ds = _datasets(ui.home)[2]
     stats, score = _current_stats_file(ui.home, "syna-s", ds), _current_score_file(ui.home, "syna-s", ds)

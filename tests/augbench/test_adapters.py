@@ -17,7 +17,7 @@ import pytest
 from bench_assets.augbench import transform_specs as ts
 from bench_assets.augbench.adapters import LIBRARIES, SpecError, Unsupported, get_adapter
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CPU_LIBS = ("albumentationsx", "torchvision", "kornia", "pillow")
 SIZE = 256
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 BROKEN = CORPUS / "broken"
 LINKS = CORPUS / "links"
 TARS = CORPUS / "tars"
