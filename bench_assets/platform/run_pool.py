@@ -79,6 +79,14 @@ class _Worker:
     started: float = 0.0
 
 
+def _answer(w: _Worker) -> RunOutcome | None:
+    """The worker's outcome when it sent one; None when it has not (or died before it could)."""
+    try:
+        return w.conn.recv() if w.conn.poll() else None
+    except (EOFError, OSError):
+        return None
+
+
 def _start_worker(home: Path, load: Callable[[], Any]) -> _Worker:
     parent, child = _CONTEXT.Pipe()
     process = _CONTEXT.Process(target=_worker, args=(child, str(home), load), daemon=False)
@@ -117,14 +125,16 @@ def run_all(runs: Iterable[PoolRun], *, workers: int, home: Path, load: Callable
             busy = [w for w in pool if w.run is not None]
             ready = multiprocessing.connection.wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
             for w in busy:
-                if w.conn in ready and w.conn.poll():
-                    finish(w, w.conn.recv())
-                elif w.process.sentinel in ready:  # the worker died holding this run
-                    code = w.process.exitcode
-                    finish(w, RunOutcome(run_id="", success=False, errors=[
-                        f"the worker process executing it died (exit code {code}); the run is reconciled as "
-                        "failed and the partition resumes when the campaign is run again"]))
-                    pool.remove(w)
+                if w.conn in ready or w.process.sentinel in ready:
+                    outcome = _answer(w)
+                    if outcome is not None:
+                        finish(w, outcome)
+                    elif not w.process.is_alive():  # the worker died holding this run
+                        w.process.join()
+                        finish(w, RunOutcome(run_id="", success=False, errors=[
+                            f"the worker process executing it died (exit code {w.process.exitcode}); the run is "
+                            "reconciled as failed and the partition resumes when the campaign is run again"]))
+                        pool.remove(w)
     finally:
         for w in pool:
             try:
