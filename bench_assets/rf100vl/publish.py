@@ -55,23 +55,23 @@ be built or nothing can be sent (missing/inconsistent local files, bad arguments
 
 Secrets: the token comes from ``HF_TOKEN`` (or the ``token`` argument); it is scrubbed from every
 message, library exceptions are never chained into ours (their request keeps the Authorization
-header), and it is written to no file.
+header), and it is written to no file.  Endpoint, token, hub settings and the sorting of Hub failures
+come from :mod:`bench_assets.platform.hf`; this module words those failures for someone publishing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bench_assets.platform import hf
 from bench_assets.platform.fsutil import human_bytes
-from bench_assets.rf100vl.hf_source import _configure_hub, _resolve_endpoint
-from bench_assets.rf100vl.sources import redact
+from bench_assets.platform.hf import AUTH_STATUSES, FailureKind, HubAccess, HubFailure
 
 TIERS = ("results", "checkpoints", "all")
 REPO_TYPE = "dataset"
@@ -79,7 +79,8 @@ MANIFEST_FORMAT = "rf100vl-publish-manifest.v1"
 FILES_PER_COMMIT = 100
 RUN_ID_CHARS = 12
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-_DETAIL_CHARS = 300
+_RESULTS_TIERS = ("results", "all")
+_CHECKPOINT_TIERS = ("checkpoints", "all")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 # Dataset names may start with '-' or '_' (RF100-VL has "-grccs"); never '.', so no path component is '..'.
 _SAFE_NAME = re.compile(r"^[\w-][\w.+-]*$")
@@ -398,62 +399,88 @@ def _checkpoint_file(builder: _Builder, run: _Run) -> None:
         )
 
 
-def build_plan(home: Path, model: str, repo_id: str, tier: str) -> PublishPlan:
-    """Everything ``tier`` publishes for ``model``, hashed; raises :class:`PlanError` naming what is missing."""
+def _check_arguments(model: str, repo_id: str, tier: str) -> None:
     if tier not in TIERS:
         raise PlanError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     if not _REPO_ID.match(repo_id):
         raise PlanError(f"repo id {repo_id!r} is not OWNER/NAME")
     if not _SAFE_NAME.match(model):
         raise PlanError(f"model key {model!r} is not a plain name")
-    home = Path(home)
-    want_results = tier in ("results", "all")
-    runs, notes = _current_runs(home, model)
-    submission_path = home / "submissions" / f"{model}.json"
-    submission: dict[str, str | None] | None = None
-    if submission_path.is_file() or want_results:
-        doc = _read_json(
-            submission_path, f"the {tier} tier publishes the submission; " + _SUBMISSION_FIX.format(model=model)
-        )
-        submission = _submission_datasets(doc, submission_path, model)
-    if submission is not None:
-        selected = []
-        for ds, weights in submission.items():
-            run = runs.get(ds)
-            if run is None:
-                raise PlanError(
-                    f"{submission_path} lists {ds} but {home / 'runs' / model / ds / 'CURRENT'} is missing; "
-                    f"{_TRAIN_FIX}, or rebuild the submission"
-                )
-            if weights is not None and weights != run.stats.get("best_checkpoint_sha256"):
-                raise PlanError(
-                    f"{submission_path} is stale for {ds}: it scored weights {weights[:12]}, the current run has "
-                    f"{str(run.stats.get('best_checkpoint_sha256'))[:12]}; "
-                    + _SUBMISSION_FIX.format(model=model)
-                )
-            selected.append(run)
-        notes += [f"not published: {model}/{d} has a finished run but is not in {submission_path.name}"
-                  for d in sorted(set(runs) - set(submission))]
-    else:
-        if not runs:
-            raise PlanError(f"no finished runs under {home / 'runs' / model}; {_TRAIN_FIX}")
-        selected = [runs[d] for d in sorted(runs)]
-        notes.append(f"no {submission_path.name}: publishing every finished run ({len(selected)})")
-    signatures = {run.dataset: run.stats["run_signature"] for run in selected}
-    run_id = compute_run_id(model, signatures)
-    builder = _Builder(f"{model}/{run_id}")
-    if want_results:
-        builder.add(submission_path, "submission.json", "results")
+
+
+def _submission_path(home: Path, model: str) -> Path:
+    return home / "submissions" / f"{model}.json"
+
+
+def _submission_runs(
+    submission: dict[str, str | None], path: Path, home: Path, model: str, runs: dict[str, _Run]
+) -> tuple[list[_Run], list[str]]:
+    """The finished run of each dataset the submission lists, checked against it; notes on runs left out."""
+    selected = []
+    for ds, weights in submission.items():
+        run = runs.get(ds)
+        if run is None:
+            raise PlanError(
+                f"{path} lists {ds} but {home / 'runs' / model / ds / 'CURRENT'} is missing; "
+                f"{_TRAIN_FIX}, or rebuild the submission"
+            )
+        if weights is not None and weights != run.stats.get("best_checkpoint_sha256"):
+            raise PlanError(
+                f"{path} is stale for {ds}: it scored weights {weights[:12]}, the current run has "
+                f"{str(run.stats.get('best_checkpoint_sha256'))[:12]}; "
+                + _SUBMISSION_FIX.format(model=model)
+            )
+        selected.append(run)
+    notes = [
+        f"not published: {model}/{d} has a finished run but is not in {path.name}"
+        for d in sorted(set(runs) - set(submission))
+    ]
+    return selected, notes
+
+
+def _selected_runs(home: Path, model: str, tier: str, runs: dict[str, _Run]) -> tuple[list[_Run], list[str]]:
+    """The runs to publish and notes on the choice: the submission's datasets when there is a submission
+    (the results tiers require one), else every finished run."""
+    path = _submission_path(home, model)
+    if path.is_file() or tier in _RESULTS_TIERS:
+        fix = f"the {tier} tier publishes the submission; " + _SUBMISSION_FIX.format(model=model)
+        submission = _submission_datasets(_read_json(path, fix), path, model)
+        return _submission_runs(submission, path, home, model, runs)
+    if not runs:
+        raise PlanError(f"no finished runs under {home / 'runs' / model}; {_TRAIN_FIX}")
+    selected = [runs[d] for d in sorted(runs)]
+    return selected, [f"no {path.name}: publishing every finished run ({len(selected)})"]
+
+
+def _add_tier_files(builder: _Builder, home: Path, model: str, tier: str, selected: list[_Run]) -> list[str]:
+    """Adds every local file ``tier`` publishes for the selected runs; notes on what is left out by design."""
+    notes = []
+    if tier in _RESULTS_TIERS:
+        builder.add(_submission_path(home, model), "submission.json", "results")
         _recipe_files(builder, selected)
         for run in selected:
             _results_files(builder, home, model, run)
-    if tier in ("checkpoints", "all"):
+    if tier in _CHECKPOINT_TIERS:
         for run in selected:
             _checkpoint_file(builder, run)
         notes.append("by design not published: last.pt (resume state) and training logs")
+    return notes
+
+
+def build_plan(home: Path, model: str, repo_id: str, tier: str) -> PublishPlan:
+    """Everything ``tier`` publishes for ``model``, hashed; raises :class:`PlanError` naming what is missing."""
+    _check_arguments(model, repo_id, tier)
+    home = Path(home)
+    runs, unfinished_notes = _current_runs(home, model)
+    selected, selection_notes = _selected_runs(home, model, tier, runs)
+    signatures = {run.dataset: run.stats["run_signature"] for run in selected}
+    run_id = compute_run_id(model, signatures)
+    builder = _Builder(f"{model}/{run_id}")
+    tier_notes = _add_tier_files(builder, home, model, tier, selected)
     for part in ("results", "checkpoints"):
         if tier in (part, "all"):
             builder.add_manifest(part, model, run_id, signatures)
+    notes = unfinished_notes + selection_notes + tier_notes
     return PublishPlan(model, repo_id, tier, run_id, signatures, tuple(builder.files), tuple(notes))
 
 
@@ -475,82 +502,42 @@ def format_plan(plan: PublishPlan) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _Ctx:
+class _Destination:
+    """The dataset repo a publish writes to, and how to reach it."""
+
+    access: HubAccess
     repo_id: str
-    endpoint: str
-    secrets: tuple[str, ...]
 
-    def scrub(self, text: str) -> str:
-        return redact(text, list(self.secrets))
-
-
-def _exception_chain(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
+    @property
+    def endpoint(self) -> str:
+        return self.access.endpoint
 
 
-def _translate(exc: Exception, ctx: _Ctx, action: str) -> PublishError:
-    import httpx2
-    from huggingface_hub import errors
-
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    detail = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    detail = ctx.scrub(detail)[:_DETAIL_CHARS]
-    chain = _exception_chain(exc)
-    where = f"dataset repo {ctx.repo_id} at {ctx.endpoint}"
-    if any(isinstance(e, httpx2.TimeoutException) for e in chain):
-        message = f"{action}: {ctx.endpoint} did not answer in time; check the network and retry with --append"
-    elif any(isinstance(e, (httpx2.ConnectError, httpx2.NetworkError)) for e in chain):
-        message = f"{action}: cannot reach {ctx.endpoint} ({detail}); check the network and HF_ENDPOINT"
-    elif isinstance(exc, errors.HfHubHTTPError) and exc.response is not None:
-        status = exc.response.status_code
-        if status in (401, 403):
-            message = (
-                f"{action}: HTTP {status} from {where}: the token in HF_TOKEN was rejected or lacks write access; "
-                "set HF_TOKEN to a write token for that namespace"
-            )
-        else:
-            message = f"{action}: HTTP {status} from {where}: {detail}"
-    else:
-        message = f"{action} on {where} failed: {detail}"
-    return PublishError(ctx.scrub(message))
+def _failure_message(failure: HubFailure, dest: _Destination, action: str) -> str:
+    """One actionable message for a failed ``action`` (a phrase such as "listing hf://...")."""
+    where = f"dataset repo {dest.repo_id} at {dest.endpoint}"
+    if failure.kind is FailureKind.TIMEOUT:
+        return f"{action}: {dest.endpoint} did not answer in time; check the network and retry with --append"
+    if failure.kind is FailureKind.UNREACHABLE:
+        return f"{action}: cannot reach {dest.endpoint} ({failure.detail}); check the network and HF_ENDPOINT"
+    if failure.status in AUTH_STATUSES:
+        return (
+            f"{action}: HTTP {failure.status} from {where}: the token in HF_TOKEN was rejected or lacks write "
+            "access; set HF_TOKEN to a write token for that namespace"
+        )
+    if failure.status is not None:
+        return f"{action}: HTTP {failure.status} from {where}: {failure.detail}"
+    return f"{action} on {where} failed: {failure.detail}"
 
 
-def _guarded(call: Callable[[], T], ctx: _Ctx, action: str) -> T:
-    error: PublishError
-    try:
-        return call()
-    except PublishError:
-        raise
-    except Exception as exc:
-        error = _translate(exc, ctx, action)
-    # Raised outside the handler: the library's exception (request and Authorization header
-    # included) must ride along neither as __cause__ nor as __context__.
-    raise error
+def _guarded(call: Callable[[], T], dest: _Destination, action: str) -> T:
+    """``call()``, its failure raised as a :class:`PublishError` worded for ``action``."""
+    return hf.guarded(call, dest.access, lambda failure: _failure_message(failure, dest, action), PublishError)
 
 
-def _list_remote(api: Any, ctx: _Ctx, prefix: str, action: str) -> dict[str, Any] | None:
+def _list_remote(api: Any, dest: _Destination, prefix: str, action: str) -> dict[str, Any] | None:
     """Files under ``prefix`` (path -> RepoFile), every page followed; {} when absent; None when no repo."""
-    from huggingface_hub import errors
-    from huggingface_hub.hf_api import RepoFile
-
-    def call() -> dict[str, Any] | None:
-        try:
-            entries = api.list_repo_tree(ctx.repo_id, prefix, recursive=True, expand=True, repo_type=REPO_TYPE)
-            return {e.path: e for e in entries if isinstance(e, RepoFile)}
-        except errors.RepositoryNotFoundError:
-            return None
-        except errors.HfHubHTTPError as exc:
-            status = exc.response.status_code if exc.response is not None else None
-            if status == 404 and not isinstance(exc, errors.RevisionNotFoundError):
-                return {}  # the repo exists, the path does not (yet)
-            raise
-
-    return _guarded(call, ctx, action)
+    return _guarded(lambda: hf.list_files_under(api, dest.repo_id, prefix, repo_type=REPO_TYPE), dest, action)
 
 
 def _difference(planned: PlannedFile, remote: Any) -> str | None:
@@ -604,32 +591,56 @@ def publish_model(
     if dry_run:
         log("dry run: nothing uploaded, no network call made")
         return report
-    token = token or os.environ.get("HF_TOKEN", "").strip() or None
-    if token is None:
+    access = HubAccess.from_env(endpoint, token)
+    if access.token is None:
         raise PlanError(f"publishing to {repo_id} needs a write token: set HF_TOKEN")
-    ctx = _Ctx(repo_id=repo_id, endpoint=_resolve_endpoint(endpoint), secrets=(token,))
-    _publish(plan, report, ctx, token, append, private, log)
+    _publish(plan, report, _Destination(access, repo_id), append, private, log)
     return report
 
 
-def _publish(
-    plan: PublishPlan, report: PublishReport, ctx: _Ctx, token: str, append: bool, private: bool, log: Log
-) -> None:
-    from huggingface_hub import CommitOperationAdd, HfApi
+def _remote_url(plan: PublishPlan) -> str:
+    return f"hf://datasets/{plan.repo_id}/{plan.prefix}/"
 
-    _configure_hub()
-    api = HfApi(endpoint=ctx.endpoint, token=token)
-    where = f"hf://datasets/{plan.repo_id}/{plan.prefix}/"
-    remote = _list_remote(api, ctx, plan.prefix, f"listing {where}")
-    if remote is None:
-        if not _guarded(lambda: _create_repo(api, plan.repo_id, private), ctx, f"creating dataset repo {plan.repo_id}"):
-            raise PublishError(
-                f"dataset repo {plan.repo_id} exists at {ctx.endpoint} but answered 'not found' to a listing: the "
-                "token in HF_TOKEN cannot read it; set HF_TOKEN to a token with write access to that repo"
-            )
-        report.repo_created = True
-        log(f"created dataset repo {plan.repo_id} ({'private' if private else 'public'})")
-        remote = {}
+
+def _publish(
+    plan: PublishPlan, report: PublishReport, dest: _Destination, append: bool, private: bool, log: Log
+) -> None:
+    hf.configure_hub()
+    api = dest.access.api()
+    remote = _remote_files(api, dest, plan, report, private, log)
+    to_upload = _files_to_upload(plan, remote, append, report, log)
+    _upload(api, dest, plan, to_upload, report, log)
+    _verify(api, dest, plan, _remote_url(plan), log)
+    report.verified = True
+
+
+def _remote_files(
+    api: Any, dest: _Destination, plan: PublishPlan, report: PublishReport, private: bool, log: Log
+) -> dict[str, Any]:
+    """The files already under the plan's prefix; creates the repo when there is none."""
+    remote = _list_remote(api, dest, plan.prefix, f"listing {_remote_url(plan)}")
+    if remote is not None:
+        return remote
+    created = _guarded(
+        lambda: hf.create_repo_unless_exists(api, plan.repo_id, repo_type=REPO_TYPE, private=private),
+        dest,
+        f"creating dataset repo {plan.repo_id}",
+    )
+    if not created:
+        raise PublishError(
+            f"dataset repo {plan.repo_id} exists at {dest.endpoint} but answered 'not found' to a listing: the "
+            "token in HF_TOKEN cannot read it; set HF_TOKEN to a token with write access to that repo"
+        )
+    report.repo_created = True
+    log(f"created dataset repo {plan.repo_id} ({'private' if private else 'public'})")
+    return {}
+
+
+def _files_to_upload(
+    plan: PublishPlan, remote: dict[str, Any], append: bool, report: PublishReport, log: Log
+) -> list[PlannedFile]:
+    """Planned files not yet in ``remote``; identical ones are skipped, differing ones fail before any upload."""
+    where = _remote_url(plan)
     if remote and not append:
         raise RemoteExistsError(
             f"{where} already exists ({len(remote)} files); refusing to publish over it. Pass --append to add "
@@ -651,50 +662,49 @@ def _publish(
             "overwritten:\n  " + "\n  ".join(conflicts),
             conflicts,
         )
-    planned_paths = {f.remote for f in plan.files}
-    others = sorted(set(remote) - planned_paths)
+    others = sorted(set(remote) - {f.remote for f in plan.files})
     if others:
         log(f"{len(others)} other file(s) under {where} are not in this plan and stay as they are")
     if report.skipped_identical:
         log(f"{len(report.skipped_identical)} file(s) already published with identical content: skipped")
-    batches = _commit_batches(to_upload)
+    return to_upload
+
+
+def _upload(
+    api: Any, dest: _Destination, plan: PublishPlan, files: list[PlannedFile], report: PublishReport, log: Log
+) -> None:
+    """Commits ``files`` in batches (manifests last), recording each commit in ``report``."""
+    batches = _commit_batches(files)
     for number, batch in enumerate(batches, 1):
-        size = sum(f.size for f in batch)
-        log(f"commit {number}/{len(batches)}: {len(batch)} files, {human_bytes(size)}")
-        operations = [CommitOperationAdd(path_in_repo=f.remote, path_or_fileobj=f.source()) for f in batch]
-        info = _guarded(
-            lambda ops=operations, n=number: api.create_commit(
-                plan.repo_id,
-                ops,
-                commit_message=f"publish {plan.prefix} ({plan.tier}, part {n}/{len(batches)})",
-                repo_type=REPO_TYPE,
-            ),
-            ctx,
-            f"uploading commit {number}/{len(batches)} to {where} (re-run with --append to resume)",
-        )
-        report.commits.append(str(getattr(info, "oid", "")))
+        part = f"{number}/{len(batches)}"
+        log(f"commit {part}: {len(batch)} files, {human_bytes(sum(f.size for f in batch))}")
+        report.commits.append(_commit_batch(api, dest, plan, batch, part))
         report.uploaded += [f.remote for f in batch]
     if not batches:
         log("nothing to upload")
-    _verify(api, ctx, plan, where, log)
-    report.verified = True
 
 
-def _create_repo(api: Any, repo_id: str, private: bool) -> bool:
-    """True when created; False when it already exists (HTTP 409)."""
-    from huggingface_hub import errors
+def _commit_batch(api: Any, dest: _Destination, plan: PublishPlan, batch: list[PlannedFile], part: str) -> str:
+    """One commit of ``batch``; returns its commit id ("" when the client reports none)."""
+    from huggingface_hub import CommitOperationAdd
 
-    try:
-        api.create_repo(repo_id, repo_type=REPO_TYPE, private=private)
-    except errors.HfHubHTTPError as exc:
-        if exc.response is not None and exc.response.status_code == 409:
-            return False
-        raise
-    return True
+    operations = [CommitOperationAdd(path_in_repo=f.remote, path_or_fileobj=f.source()) for f in batch]
+    info = _guarded(
+        lambda: api.create_commit(
+            plan.repo_id,
+            operations,
+            commit_message=f"publish {plan.prefix} ({plan.tier}, part {part})",
+            repo_type=REPO_TYPE,
+        ),
+        dest,
+        f"uploading commit {part} to {_remote_url(plan)} (re-run with --append to resume)",
+    )
+    return str(getattr(info, "oid", ""))
 
 
-def _verify(api: Any, ctx: _Ctx, plan: PublishPlan, where: str, log: Log) -> None:
-    remote = _list_remote(api, ctx, plan.prefix, f"verifying {where}") or {}
+def _verify(api: Any, dest: _Destination, plan: PublishPlan, where: str, log: Log) -> None:
+    """Proof from the repo listing that every planned file arrived intact; raises RemoteMismatchError if not."""
+    remote = _list_remote(api, dest, plan.prefix, f"verifying {where}") or {}
     problems = [
         f"{f.remote}: {why}" for f in plan.files if (why := _difference(f, remote.get(f.remote))) is not None
     ]
