@@ -14,8 +14,6 @@ bars per config (log items/s), a speedup heatmap per config (log2), and coverage
 
 from __future__ import annotations
 
-import base64
-import html
 import math
 import re
 from collections.abc import Sequence
@@ -23,12 +21,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_assets.platform.figures import figure as _figure
-from bench_assets.platform.figures import plot_context as _plot_context
-from bench_assets.platform.figures import png as _png
+from bench_assets.platform.document import (
+    Block,
+    Cell,
+    Heading,
+    Image,
+    Paragraph,
+    Table,
+    blank_figure,
+    figure_png,
+    md_literal,
+    plot_context,
+    png_data_uri,
+    table,
+    to_html,
+    to_markdown,
+)
 from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
-from bench_assets.platform.pages import PAGE_END, page_start
-from bench_assets.platform.pages import figure as figure_html
 
 REFERENCE = "albumentationsx"  # the dbt var augbench_reference_library's default: speedups are relative to it
 SUMMARY_MAX_BYTES = 300_000  # Dagster keeps the summary in its event log
@@ -40,6 +49,7 @@ TAGS = {"early_stopped": "early-stop", "unsupported": "unsupported", "error": "e
 DISPLAY = {"albumentationsx": "AlbumentationsX", "torchvision": "torchvision", "kornia": "Kornia",
            "pillow": "Pillow", "dali": "DALI"}
 COVERAGE_PLOT = "coverage_vs_throughput.png"
+TITLE = "augbench: augmentation speed benchmark"
 _OUR_PNG = re.compile(r"^(bars|speedup)-.+\.png$|^coverage_vs_throughput\.png$")
 FORMAT_NOTE = (f"Throughput is the median items/s over the timed passes pooled across the repeats of a config's "
                f"current settings; the fastest measured library of each transform is in **bold**; "
@@ -86,6 +96,26 @@ class PaperReport:
 # ---------------------------------------------------------------------------------------------- reading the marts
 
 
+def _columns_by_table(con: Any) -> dict[str, list[str]]:
+    """Table of schema main -> its columns, table names lowercased (DuckDB matches them case-insensitively)."""
+    present: dict[str, list[str]] = {}
+    for table_name, column in con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_catalog = "
+            "current_database() AND table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall():
+        present.setdefault(table_name.lower(), []).append(column)
+    return present
+
+
+def _check_columns(report_db: Path, mart: str, wanted: Sequence[str], present: list[str]) -> None:
+    have = {c.lower() for c in present}
+    lacking = [c for c in wanted if c.lower() not in have]
+    if lacking:
+        raise PaperReportError(
+            f"{report_db}: mart {mart} lacks column(s) {', '.join(lacking)} (it has: "
+            f"{', '.join(present)}); fix the dbt model or the columns bench_assets/augbench/"
+            f"paper_report.py reads")
+
+
 def read_marts(report_db: Path) -> dict[str, list[Row]]:
     """Every mart's rows, columns by name, in a fixed order; a missing mart or column fails naming it."""
     import duckdb
@@ -94,27 +124,17 @@ def read_marts(report_db: Path) -> dict[str, list[Row]]:
     if not report_db.is_file():
         raise FileNotFoundError(f"{report_db}: no report database; build it with `dbt build` (the report assets)")
     with duckdb.connect(str(report_db), read_only=True) as con:
-        present: dict[str, list[str]] = {}
-        for table, column in con.execute(
-                "SELECT table_name, column_name FROM information_schema.columns WHERE table_catalog = "
-                "current_database() AND table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall():
-            present.setdefault(table.lower(), []).append(column)
-        missing = [t for t in MARTS if t not in present]
+        present = _columns_by_table(con)
+        missing = [mart for mart in MARTS if mart not in present]
         if missing:
             raise PaperReportError(f"{report_db}: augbench mart(s) missing: {', '.join(missing)}; build them with "
                                    f"`dbt build` (dbt_report/models/marts/augbench/)")
         out = {}
-        for table, (columns, order_by) in MARTS.items():
-            have = {c.lower() for c in present[table]}
-            lacking = [c for c in columns if c.lower() not in have]
-            if lacking:
-                raise PaperReportError(
-                    f"{report_db}: mart {table} lacks column(s) {', '.join(lacking)} (it has: "
-                    f"{', '.join(present[table])}); fix the dbt model or the columns bench_assets/augbench/"
-                    f"paper_report.py reads")
+        for mart, (columns, order_by) in MARTS.items():
+            _check_columns(report_db, mart, columns, present[mart])
             cols = ", ".join(f'"{c}"' for c in columns)
-            rows = con.execute(f'SELECT {cols} FROM main."{table}" ORDER BY {order_by}').fetchall()
-            out[table] = [dict(zip(columns, r, strict=True)) for r in rows]
+            rows = con.execute(f'SELECT {cols} FROM main."{mart}" ORDER BY {order_by}').fetchall()
+            out[mart] = [dict(zip(columns, r, strict=True)) for r in rows]
     return out
 
 
@@ -166,7 +186,7 @@ class _Config:
 
 
 @dataclass
-class _Data:
+class _PaperData:
     marts: dict[str, list[Row]]
     configs: list[_Config] = field(default_factory=list)
     images: dict[str, bytes] = field(default_factory=dict)
@@ -243,106 +263,71 @@ def _short(text: Any, limit: int = REASON_MAX_CHARS) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-# ---------------------------------------------------------------------------------------------- document model
-# Both pages render one list of blocks, so paper.md and index.html never disagree on content.
+# ---------------------------------------------------------------------------------------------- the document
+# Both pages render one list of blocks (bench_assets/platform/document.py), so paper.md and index.html never
+# disagree on content. paper.md shows names, versions and reasons literally: every markdown special is escaped.
 
 
-@dataclass(frozen=True)
-class _Cell:
-    text: str
-    bold: bool = False
-    suffix: str = ""
+def _markdown(blocks: Sequence[Block], data: _PaperData) -> str:
+    return to_markdown(blocks, data.files, escape=md_literal)
 
 
-@dataclass(frozen=True)
-class _Heading:
-    text: str
-    level: int = 2
-
-
-@dataclass(frozen=True)
-class _Para:
-    text: str
-    markup: bool = False  # our own prose using **bold** and `code`; data never goes into such a paragraph
-
-
-@dataclass(frozen=True)
-class _Table:
-    headers: tuple[str, ...]
-    rows: tuple[tuple[_Cell, ...], ...]
-    numeric: frozenset[int] = frozenset()
-
-
-@dataclass(frozen=True)
-class _Image:
-    key: str
-    alt: str
-
-
-_Block = _Heading | _Para | _Table | _Image
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str | _Cell]], numeric: Sequence[int] = ()) -> _Table:
-    return _Table(tuple(headers), tuple(tuple(c if isinstance(c, _Cell) else _Cell(str(c)) for c in r) for r in rows),
-                  frozenset(numeric))
-
-
-def _paper_cell(r: Row | None) -> _Cell:
+def _paper_cell(r: Row | None) -> Cell:
     if r is None:
-        return _Cell("")  # the grid has no such cell (not planned, no result)
+        return Cell("")  # the grid has no such cell (not planned, no result)
     if r["status"] != "ok" or _num(r["items_per_s"]) is None:
-        return _Cell(TAGS.get(r["status"], str(r["status"])))
-    return _Cell(fmt_rate(r["items_per_s"]), bold=bool(r["is_fastest"]), suffix=UNSTABLE_MARK if r["unstable"] else "")
+        return Cell(TAGS.get(r["status"], str(r["status"])))
+    return Cell(fmt_rate(r["items_per_s"]), bold=bool(r["is_fastest"]), suffix=UNSTABLE_MARK if r["unstable"] else "")
 
 
-def paper_table(cfg: _Config, transforms: Sequence[str] | None = None) -> _Table:
+def paper_table(cfg: _Config, transforms: Sequence[str] | None = None) -> Table:
     libs = cfg.libraries
     rows = [[t, *(_paper_cell(cfg.cell(t, lib)) for lib in libs)] for t in (transforms or cfg.transforms)]
-    return _table(["Transform", *(lib_name(lib) for lib in libs)], rows, numeric=range(1, len(libs) + 1))
+    return table(["Transform", *(lib_name(lib) for lib in libs)], rows, numeric=range(1, len(libs) + 1))
 
 
-def speedup_table(cfg: _Config) -> _Table | _Para:
+def speedup_table(cfg: _Config) -> Table | Paragraph:
     others = [lib for lib in cfg.libraries if lib != REFERENCE]
     if REFERENCE not in cfg.libraries or not others:
-        return _Para(f"No speedups: {lib_name(REFERENCE)} and another library are not both in this config.")
-    rows: list[list[str | _Cell]] = []
+        return Paragraph(f"No speedups: {lib_name(REFERENCE)} and another library are not both in this config.")
+    rows: list[list[str | Cell]] = []
     for t in cfg.transforms:
         cells = [cfg.cell(t, lib) for lib in others]
         rows.append([t, *(fmt_speedup(c["speedup_vs_albumentationsx"]) if c else "" for c in cells)])
     wins = {r["library"]: r for r in cfg.winners}
-    rows.append([_Cell("geometric mean", bold=True),
-                 *(_Cell(fmt_speedup(wins[lib]["geomean_speedup_vs_albumentationsx"]) if lib in wins else "—",
-                         suffix=f" (n={_count(wins[lib]['transforms_vs_reference'])})" if lib in wins else "")
+    rows.append([Cell("geometric mean", bold=True),
+                 *(Cell(fmt_speedup(wins[lib]["geomean_speedup_vs_albumentationsx"]) if lib in wins else "—",
+                        suffix=f" (n={_count(wins[lib]['transforms_vs_reference'])})" if lib in wins else "")
                    for lib in others)])
-    return _table(["Transform", *(f"{lib_name(lib)} / {lib_name(REFERENCE)}" for lib in others)], rows,
-                  numeric=range(1, len(others) + 1))
+    return table(["Transform", *(f"{lib_name(lib)} / {lib_name(REFERENCE)}" for lib in others)], rows,
+                 numeric=range(1, len(others) + 1))
 
 
-def coverage_table(rows: list[Row]) -> _Table:
-    return _table(["Library", "Planned", "ok", "early-stop", "unsupported", "error", "not run", "unplanned",
-                   "Measured", "Median items/s (ok cells)"],
-                  [[lib_name(r["library"]), _count(r["planned"]), _count(r["ok"]), _count(r["early_stopped"]),
-                    _count(r["unsupported"]), _count(r["error"]), _count(r["missing"]), _count(r["unplanned"]),
-                    fmt_share(r["measured_share"]), fmt_rate(r["median_items_per_s"])]
-                   for r in sorted(rows, key=lambda r: (r["library"] != REFERENCE, r["library"]))],
-                  numeric=range(1, 10))
+def coverage_table(rows: list[Row]) -> Table:
+    return table(["Library", "Planned", "ok", "early-stop", "unsupported", "error", "not run", "unplanned",
+                  "Measured", "Median items/s (ok cells)"],
+                 [[lib_name(r["library"]), _count(r["planned"]), _count(r["ok"]), _count(r["early_stopped"]),
+                   _count(r["unsupported"]), _count(r["error"]), _count(r["missing"]), _count(r["unplanned"]),
+                   fmt_share(r["measured_share"]), fmt_rate(r["median_items_per_s"])]
+                  for r in sorted(rows, key=lambda r: (r["library"] != REFERENCE, r["library"]))],
+                 numeric=range(1, 10))
 
 
-def winners_table(rows: list[Row]) -> _Table:
-    return _table(["Rank", "Library", "Wins", "of which uncontested", "Transforms measured",
-                   f"Geo-mean speedup vs {lib_name(REFERENCE)}"],
-                  [[_count(r["rank"]), lib_name(r["library"]), _count(r["wins"]), _count(r["uncontested_wins"]),
-                    _count(r["transforms_compared"]), fmt_speedup(r["geomean_speedup_vs_albumentationsx"])]
-                   for r in sorted(rows, key=lambda r: (r["rank"], r["library"]))],
-                  numeric=[0, 2, 3, 4, 5])
+def winners_table(rows: list[Row]) -> Table:
+    return table(["Rank", "Library", "Wins", "of which uncontested", "Transforms measured",
+                  f"Geo-mean speedup vs {lib_name(REFERENCE)}"],
+                 [[_count(r["rank"]), lib_name(r["library"]), _count(r["wins"]), _count(r["uncontested_wins"]),
+                   _count(r["transforms_compared"]), fmt_speedup(r["geomean_speedup_vs_albumentationsx"])]
+                  for r in sorted(rows, key=lambda r: (r["rank"], r["library"]))],
+                 numeric=[0, 2, 3, 4, 5])
 
 
-def not_measured_table(rows: list[Row]) -> _Table:
-    return _table(["Library", "Transform", "Status", "Reason", "Preflight items/s"],
-                  [[lib_name(r["library"]), r["transform"], TAGS.get(r["status"], r["status"]),
-                    _short(r["reason"]) or "(no reason recorded)", fmt_rate(r["preflight_items_per_s"])]
-                   for r in sorted(rows, key=lambda r: (r["library"], r["transform"], r["status"]))],
-                  numeric=[4])
+def not_measured_table(rows: list[Row]) -> Table:
+    return table(["Library", "Transform", "Status", "Reason", "Preflight items/s"],
+                 [[lib_name(r["library"]), r["transform"], TAGS.get(r["status"], r["status"]),
+                   _short(r["reason"]) or "(no reason recorded)", fmt_rate(r["preflight_items_per_s"])]
+                  for r in sorted(rows, key=lambda r: (r["library"], r["transform"], r["status"]))],
+                 numeric=[4])
 
 
 def _config_intro(cfg: _Config) -> str:
@@ -365,14 +350,14 @@ def _config_intro(cfg: _Config) -> str:
     return "; ".join(parts) + "."
 
 
-def _headline(data: _Data) -> str:
+def _headline(data: _PaperData) -> str:
     counts = ", ".join(f"{data.count(s)} {TAGS[s] if s != 'missing' else 'not run'}"
                        for s in ("early_stopped", "unsupported", "error", "missing") if data.count(s))
     return (f"{len(data.configs)} config(s), {len(data.cells)} cells: {data.count('ok')} measured"
             + (f", {counts}" if counts else "") + ".")
 
 
-def _overview(data: _Data) -> _Table:
+def _overview(data: _PaperData) -> Table:
     rows = []
     for c in data.configs:
         f = c.facts()
@@ -381,122 +366,55 @@ def _overview(data: _Data) -> _Table:
         rows.append([c.name, f["media"] or "—", f["mode"] or "—", f["device"] or "—", str(len(c.transforms)),
                      str(len(c.libraries)), f"{ok}/{len(c.cells)}",
                      ", ".join(f"{lib_name(r['library'])} ({r['wins']})" for r in top) or "—"])
-    return _table(["Config", "Media", "Mode", "Device", "Transforms", "Libraries", "Measured cells",
-                   "Most wins"], rows, numeric=[4, 5, 6])
+    return table(["Config", "Media", "Mode", "Device", "Transforms", "Libraries", "Measured cells",
+                  "Most wins"], rows, numeric=[4, 5, 6])
 
 
-def blocks(data: _Data) -> list[_Block]:
-    out: list[_Block] = [_Heading("Augmentation speed benchmark (augbench)", 1)]
+def paper_blocks(data: _PaperData) -> list[Block]:
+    """The whole paper report: the overview, then every config's tables and plots."""
+    blocks: list[Block] = [Heading("Augmentation speed benchmark (augbench)", 1)]
     if not data.cells or not any(c.has_results for c in data.configs):
-        planned = f" {len(data.cells)} cells are planned in {len(data.configs)} config(s), none run yet." \
-            if data.cells else ""
-        out += [_Heading("No augbench results yet"),
-                _Para(f"No augbench results yet: the marts hold no measured cell.{planned} Run a config with "
-                      f"`bench augbench run --config CONFIG.yaml`, then rebuild the report.", markup=True)]
-        for c in data.configs:
-            out += [_Heading(f"Coverage: {c.name}", 3), coverage_table(c.coverage)]
-        return out
-    out += [_Para(FORMAT_NOTE, markup=True), _Para(_headline(data)), _Heading("Configs"), _overview(data)]
+        return blocks + _no_results_blocks(data)
+    blocks += [Paragraph(FORMAT_NOTE, markup=True), Paragraph(_headline(data)), Heading("Configs"), _overview(data)]
     if "coverage" in data.images:
-        out.append(_Image("coverage", "Coverage vs throughput: share of planned cells measured vs median items/s "
-                                      "of the measured cells, per library and config"))
+        blocks.append(Image("coverage", "Coverage vs throughput: share of planned cells measured vs median items/s "
+                                        "of the measured cells, per library and config"))
     for c in data.configs:
-        out += [_Heading(f"Config {c.name}"), _Para(_config_intro(c)),
-                _Heading("Throughput (items/s)", 3), paper_table(c)]
-        if f"bars:{c.name}" in data.images:
-            out.append(_Image(f"bars:{c.name}", f"{c.name}: items/s per transform and library (log scale)"))
-        out += [_Heading(f"Speedup vs {lib_name(REFERENCE)}", 3), speedup_table(c)]
-        if f"speedup:{c.name}" in data.images:
-            out.append(_Image(f"speedup:{c.name}", f"{c.name}: log2 speedup vs {lib_name(REFERENCE)} "
+        blocks += _config_blocks(data, c)
+    return blocks
+
+
+def _no_results_blocks(data: _PaperData) -> list[Block]:
+    planned = (f" {len(data.cells)} cells are planned in {len(data.configs)} config(s), none run yet."
+               if data.cells else "")
+    blocks: list[Block] = [
+        Heading("No augbench results yet"),
+        Paragraph(f"No augbench results yet: the marts hold no measured cell.{planned} Run a config with "
+                  f"`bench augbench run --config CONFIG.yaml`, then rebuild the report.", markup=True)]
+    for c in data.configs:
+        blocks += [Heading(f"Coverage: {c.name}", 3), coverage_table(c.coverage)]
+    return blocks
+
+
+def _config_blocks(data: _PaperData, cfg: _Config) -> list[Block]:
+    blocks: list[Block] = [Heading(f"Config {cfg.name}"), Paragraph(_config_intro(cfg)),
+                           Heading("Throughput (items/s)", 3), paper_table(cfg)]
+    if f"bars:{cfg.name}" in data.images:
+        blocks.append(Image(f"bars:{cfg.name}", f"{cfg.name}: items/s per transform and library (log scale)"))
+    blocks += [Heading(f"Speedup vs {lib_name(REFERENCE)}", 3), speedup_table(cfg)]
+    if f"speedup:{cfg.name}" in data.images:
+        blocks.append(Image(f"speedup:{cfg.name}", f"{cfg.name}: log2 speedup vs {lib_name(REFERENCE)} "
                                                    f"(red: faster, blue: slower)"))
-        out += [_Heading("Coverage", 3),
-                coverage_table(c.coverage) if c.coverage else _Para("No coverage rows."),
-                _Heading("Winners", 3),
-                winners_table(c.winners) if c.winners else _Para("No winners."),
-                _Heading("Not measured", 3),
-                not_measured_table(c.not_measured) if c.not_measured
-                else _Para("Every cell with a result was measured.")]
-    return out
-
-
-# ---------------------------------------------------------------------------------------------- markdown and HTML
-
-
-def _md(text: Any) -> str:
-    s = str(text).replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    for ch in "*_`[]|":
-        s = s.replace(ch, "\\" + ch)
-    return " ".join(s.split())
-
-
-def _md_cell(c: _Cell) -> str:
-    if not c.text and not c.suffix:
-        return ""
-    body = f"**{_md(c.text)}**" if c.bold else _md(c.text)
-    return body + (" " if c.suffix[:1].isspace() else "") + _md(c.suffix)
-
-
-def _md_table(t: _Table) -> list[str]:
-    lines = ["| " + " | ".join(_md(h) for h in t.headers) + " |",
-             "|" + "|".join("---:" if i in t.numeric else "---" for i in range(len(t.headers))) + "|"]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
-    return lines
-
-
-def to_markdown(bs: Sequence[_Block], files: dict[str, str]) -> str:
-    lines: list[str] = []
-    for b in bs:
-        if isinstance(b, _Heading):
-            lines += ["#" * b.level + " " + _md(b.text), ""]
-        elif isinstance(b, _Para):
-            lines += [_md_prose(b.text) if b.markup else _md(b.text), ""]
-        elif isinstance(b, _Table):
-            lines += _md_table(b) + [""]
-        else:
-            lines += [f"![{_md(b.alt)}]({files[b.key]})", ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _md_prose(text: str) -> str:
-    """Our own prose, which may use **bold** and `code`: only HTML-special characters escaped."""
-    return " ".join(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").split())
-
-
-def _html_prose(text: str) -> str:
-    """Escape, then turn our own **bold** and `code` markers into tags."""
-    s = html.escape(text)
-    s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s)
-    return re.sub(r"`(.+?)`", r"<code>\1</code>", s)
-
-
-def to_html(bs: Sequence[_Block], images: dict[str, bytes]) -> str:
-    e = html.escape
-    parts = page_start("augbench: augmentation speed benchmark")
-    for b in bs:
-        if isinstance(b, _Heading):
-            parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
-        elif isinstance(b, _Para):
-            parts.append(f"<p>{_html_prose(b.text) if b.markup else e(b.text)}</p>")
-        elif isinstance(b, _Table):
-            head = "".join(f"<th>{e(h)}</th>" for h in b.headers)
-            rows = []
-            for row in b.rows:
-                tds = []
-                for i, c in enumerate(row):
-                    body = f"<strong>{e(c.text)}</strong>" if c.bold else e(c.text)
-                    cls = ' class="num"' if i in b.numeric else ""
-                    tds.append(f"<td{cls}>{body}{e(c.suffix)}</td>")
-                rows.append("<tr>" + "".join(tds) + "</tr>\n")
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>\n{''.join(rows)}</tbody></table>")
-        else:
-            parts.append(figure_html(b.alt, images[b.key]))
-    parts += PAGE_END
-    return "\n".join(parts) + "\n"
+    return blocks + [Heading("Coverage", 3),
+                     coverage_table(cfg.coverage) if cfg.coverage else Paragraph("No coverage rows."),
+                     Heading("Winners", 3),
+                     winners_table(cfg.winners) if cfg.winners else Paragraph("No winners."),
+                     Heading("Not measured", 3),
+                     not_measured_table(cfg.not_measured) if cfg.not_measured
+                     else Paragraph("Every cell with a result was measured.")]
 
 
 # ---------------------------------------------------------------------------------------------- plots
-
-
 
 
 def _tick(v: float) -> str:
@@ -527,7 +445,24 @@ def _colours(libraries: Sequence[str]) -> dict[str, Any]:
     return {lib: cmap(i % cmap.N) for i, lib in enumerate(libraries)}
 
 
-def plot_bars(data: _Data, cfg: _Config, transforms: Sequence[str] | None = None, dpi: int = DPI) -> bytes:
+def _library_bars(cfg: _Config, library: str, transforms: Sequence[str], offset: float
+                  ) -> tuple[list[float], list[float], list[tuple[float, str]]]:
+    """One library's bars (y, items/s) over `transforms`, shifted by `offset` in its group, and the (y, tag) of
+    its cells without a figure."""
+    ys, xs, tags = [], [], []
+    for i, t in enumerate(transforms):
+        y = i + offset
+        r = cfg.cell(t, library)
+        v = _num(r["items_per_s"]) if r and r["status"] == "ok" else None
+        if v and v > 0:
+            ys.append(y)
+            xs.append(v)
+        elif r is not None:
+            tags.append((y, TAGS.get(r["status"], r["status"])))
+    return ys, xs, tags
+
+
+def plot_bars(data: _PaperData, cfg: _Config, transforms: Sequence[str] | None = None, dpi: int = DPI) -> bytes:
     """Horizontal grouped bars: one group per transform, one bar per library, log-scale items/s; a cell without
     a figure gets no bar and its tag at the axis."""
     transforms = list(transforms or cfg.transforms)
@@ -537,20 +472,11 @@ def plot_bars(data: _Data, cfg: _Config, transforms: Sequence[str] | None = None
     rates = [v for r in cfg.cells if r["transform"] in transforms
              if r["status"] == "ok" and (v := _num(r["items_per_s"])) and v > 0]
     low = 10 ** math.floor(math.log10(min(rates))) if rates else 1.0
-    with _plot_context():
-        fig = _figure(9, min(60.0, 1.6 + len(transforms) * (0.1 + 0.11 * len(libs))))
+    with plot_context():
+        fig = blank_figure(9, min(60.0, 1.6 + len(transforms) * (0.1 + 0.11 * len(libs))))
         ax = fig.add_subplot()
         for j, lib in enumerate(libs):
-            ys, xs, tags = [], [], []
-            for i, t in enumerate(transforms):
-                y = i + (j - (len(libs) - 1) / 2) * band
-                r = cfg.cell(t, lib)
-                v = _num(r["items_per_s"]) if r and r["status"] == "ok" else None
-                if v and v > 0:
-                    ys.append(y)
-                    xs.append(v)
-                elif r is not None:
-                    tags.append((y, TAGS.get(r["status"], r["status"])))
+            ys, xs, tags = _library_bars(cfg, lib, transforms, (j - (len(libs) - 1) / 2) * band)
             ax.barh(ys, xs, height=band * 0.9, left=0, color=colours[lib], label=lib_name(lib))
             for y, tag in tags:
                 ax.text(low * 1.05, y, tag, va="center", fontsize=6, color="#777777")
@@ -563,10 +489,44 @@ def plot_bars(data: _Data, cfg: _Config, transforms: Sequence[str] | None = None
         ax.set_title(f"{cfg.name}: throughput per transform")
         ax.grid(axis="x", which="both", alpha=0.25)
         fig.legend(loc="outside right upper", fontsize=7)
-        return _png(fig, dpi)
+        return figure_png(fig, dpi)
 
 
-def plot_speedup(data: _Data, cfg: _Config, dpi: int = DPI) -> bytes:
+def _log2_speedups(cfg: _Config, transforms: Sequence[str], libraries: Sequence[str]) -> Any:
+    """transform x library array of log2(speedup vs the reference); NaN where there is none."""
+    import numpy as np
+
+    grid = np.full((len(transforms), len(libraries)), np.nan)
+    for i, t in enumerate(transforms):
+        for j, lib in enumerate(libraries):
+            r = cfg.cell(t, lib)
+            v = _num(r["speedup_vs_albumentationsx"]) if r else None
+            if v and v > 0:
+                grid[i, j] = math.log2(v)
+    return grid
+
+
+def _speedup_label(r: Row | None, log2_speedup: float) -> str:
+    """A heatmap cell's text: the speedup, else why there is none (its tag, or no reference figure)."""
+    if math.isfinite(log2_speedup):
+        return fmt_speedup(2 ** log2_speedup)
+    if r is None:
+        return ""
+    return TAGS.get(r["status"], r["status"]) if r["status"] != "ok" else "no ref."
+
+
+def _label_speedups(ax: Any, cfg: _Config, grid: Any, transforms: Sequence[str], libraries: Sequence[str],
+                    span: float) -> None:
+    import numpy as np
+
+    for i, t in enumerate(transforms):
+        for j, lib in enumerate(libraries):
+            text = _speedup_label(cfg.cell(t, lib), grid[i, j])
+            dark = np.isfinite(grid[i, j]) and abs(grid[i, j]) > 0.6 * span
+            ax.text(j, i, text, ha="center", va="center", fontsize=6, color="white" if dark else "#222222")
+
+
+def plot_speedup(data: _PaperData, cfg: _Config, dpi: int = DPI) -> bytes:
     """Heatmap transform x library of log2(speedup vs the reference); cells without a speedup are grey."""
     import numpy as np
     from matplotlib import colormaps
@@ -574,34 +534,21 @@ def plot_speedup(data: _Data, cfg: _Config, dpi: int = DPI) -> bytes:
 
     others = [lib for lib in cfg.libraries if lib != REFERENCE]
     transforms = cfg.transforms
-    grid = np.full((len(transforms), len(others)), np.nan)
-    for i, t in enumerate(transforms):
-        for j, lib in enumerate(others):
-            r = cfg.cell(t, lib)
-            v = _num(r["speedup_vs_albumentationsx"]) if r else None
-            if v and v > 0:
-                grid[i, j] = math.log2(v)
+    grid = _log2_speedups(cfg, transforms, others)
     span = max(1.0, float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0)
     cmap = colormaps["RdBu_r"].with_extremes(bad="#e0e0e0")
-    with _plot_context():
-        fig = _figure(2.6 + 1.3 * len(others), min(60.0, 1.4 + 0.24 * len(transforms)))
+    with plot_context():
+        fig = blank_figure(2.6 + 1.3 * len(others), min(60.0, 1.4 + 0.24 * len(transforms)))
         ax = fig.add_subplot()
         im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=TwoSlopeNorm(0.0, -span, span), aspect="auto",
                        interpolation="nearest")
         if grid.size <= 600:
-            for i, t in enumerate(transforms):
-                for j, lib in enumerate(others):
-                    r = cfg.cell(t, lib)
-                    text = (fmt_speedup(2 ** grid[i, j]) if np.isfinite(grid[i, j])
-                            else "" if r is None else TAGS.get(r["status"], r["status"]) if r["status"] != "ok"
-                            else "no ref.")
-                    dark = np.isfinite(grid[i, j]) and abs(grid[i, j]) > 0.6 * span
-                    ax.text(j, i, text, ha="center", va="center", fontsize=6, color="white" if dark else "#222222")
+            _label_speedups(ax, cfg, grid, transforms, others, span)
         ax.set_xticks(range(len(others)), [lib_name(lib) for lib in others])
         ax.set_yticks(range(len(transforms)), transforms)
         ax.set_title(f"{cfg.name}: speedup vs {lib_name(REFERENCE)}")
         fig.colorbar(im, ax=ax, label=f"log2(items/s / {lib_name(REFERENCE)} items/s)", shrink=0.8)
-        return _png(fig, dpi)
+        return figure_png(fig, dpi)
 
 
 def _point(r: Row) -> tuple[float, float] | None:
@@ -610,42 +557,44 @@ def _point(r: Row) -> tuple[float, float] | None:
     return (share, rate) if share is not None and rate and rate > 0 else None
 
 
-def plot_coverage(data: _Data, dpi: int = DPI) -> bytes:
+def _draw_coverage_panel(ax: Any, cfg: _Config, colours: dict[str, Any]) -> None:
+    for r in sorted(cfg.coverage, key=lambda r: (r["library"] != REFERENCE, r["library"])):
+        if not (point := _point(r)):
+            continue
+        share, rate = point
+        ax.scatter([100 * share], [rate], s=40, color=colours[r["library"]], label=lib_name(r["library"]), zorder=3)
+        ax.annotate(lib_name(r["library"]), (100 * share, rate), xytext=(4, 3), textcoords="offset points",
+                    fontsize=7)
+    ax.set_yscale("log")
+    ax.margins(y=0.15)
+    _log_axis(ax.yaxis)
+    ax.set_xlim(-5, 125)  # room for the labels of libraries at 100%
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_title(cfg.name, fontsize=9)
+    ax.set_xlabel("planned cells measured (%)")
+    ax.set_ylabel("median items/s (ok cells)")
+    ax.grid(alpha=0.3, which="both")
+
+
+def plot_coverage(data: _PaperData, dpi: int = DPI) -> bytes:
     """Per config, one point per library: share of planned cells measured vs median items/s of its ok cells."""
     configs = [c for c in data.configs if any(_point(r) for r in c.coverage)]
     colours = _colours(data.libraries)
     ncols = min(3, len(configs))
     nrows = math.ceil(len(configs) / ncols)
-    with _plot_context():
-        fig = _figure(3.6 * ncols + 1.6, 3.2 * nrows)
+    with plot_context():
+        fig = blank_figure(3.6 * ncols + 1.6, 3.2 * nrows)
         axes = fig.subplots(nrows, ncols, squeeze=False)
         for k, ax in enumerate(axes.flat):
             if k >= len(configs):
                 ax.set_axis_off()
                 continue
-            cfg = configs[k]
-            for r in sorted(cfg.coverage, key=lambda r: (r["library"] != REFERENCE, r["library"])):
-                if not (point := _point(r)):
-                    continue
-                share, rate = point
-                ax.scatter([100 * share], [rate], s=40, color=colours[r["library"]], label=lib_name(r["library"]),
-                           zorder=3)
-                ax.annotate(lib_name(r["library"]), (100 * share, rate), xytext=(4, 3), textcoords="offset points",
-                            fontsize=7)
-            ax.set_yscale("log")
-            ax.margins(y=0.15)
-            _log_axis(ax.yaxis)
-            ax.set_xlim(-5, 125)  # room for the labels of libraries at 100%
-            ax.set_xticks([0, 25, 50, 75, 100])
-            ax.set_title(cfg.name, fontsize=9)
-            ax.set_xlabel("planned cells measured (%)")
-            ax.set_ylabel("median items/s (ok cells)")
-            ax.grid(alpha=0.3, which="both")
+            _draw_coverage_panel(ax, configs[k], colours)
         fig.suptitle("Coverage vs throughput per library")
-        return _png(fig, dpi)
+        return figure_png(fig, dpi)
 
 
-def _render_plots(data: _Data) -> dict[str, bytes]:
+def _render_plots(data: _PaperData) -> dict[str, bytes]:
     images: dict[str, bytes] = {}
     if not any(c.has_results for c in data.configs):
         return images
@@ -662,36 +611,37 @@ def _render_plots(data: _Data) -> dict[str, bytes]:
 # ---------------------------------------------------------------------------------------------- summary and entry
 
 
-def _summary(data: _Data, full: list[_Block]) -> str:
+def _summary_blocks(data: _PaperData, shown: _Config, transforms: list[str]) -> list[Block]:
+    more = len(shown.transforms) - len(transforms)
+    blocks: list[Block] = [Paragraph(_headline(data)),
+                           Paragraph(f"Config {shown.name} (items/s, fastest in bold, {UNSTABLE_MARK} unstable):"),
+                           paper_table(shown, transforms)]
+    if more or len(data.configs) > 1:
+        blocks.append(Paragraph(f"… {more} more transform(s) and {len(data.configs) - 1} more config(s) in "
+                                f"paper.md / index.html."))
+    return blocks
+
+
+def _summary(data: _PaperData, full: list[Block]) -> str:
+    """Compact markdown for Dagster metadata: the first config with results, its first transforms and their plot."""
     shown = next((c for c in data.configs if c.has_results), None)
     if shown is None:
-        return to_markdown([b for b in full if not isinstance(b, _Image)], data.files)
+        return _markdown([b for b in full if not isinstance(b, Image)], data)
     head = shown.transforms[:SUMMARY_ROWS]
-    more = len(shown.transforms) - len(head)
-    text = to_markdown([_Para(_headline(data)), _Para(f"Config {shown.name} (items/s, fastest in bold, "
-                                                      f"{UNSTABLE_MARK} unstable):"),
-                        paper_table(shown, head)]
-                       + ([_Para(f"… {more} more transform(s) and {len(data.configs) - 1} more config(s) in "
-                                 f"paper.md / index.html.")] if more or len(data.configs) > 1 else []), data.files)
+    text = _markdown(_summary_blocks(data, shown, head), data)
     if not any(r["status"] == "ok" and r["transform"] in head for r in shown.cells):
         return text
     # Re-render smaller until the data URI fits; the full-size plots stay in the report itself.
     for dpi in (72, 50, 36):
         png = plot_bars(data, shown, head, dpi=dpi)
-        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        candidate = text + f"\n![{_md(shown.name)} throughput]({uri})\n"
+        candidate = text + f"\n![{md_literal(shown.name)} throughput]({png_data_uri(png)})\n"
         if len(candidate.encode("utf-8")) <= SUMMARY_MAX_BYTES:
             return candidate
     return text + "\n(plot left out: too large for metadata; see index.html)\n"
 
 
-def render_paper_report(report_db: Path, out_dir: Path) -> PaperReport:
-    """Read the augbench marts from `report_db` and write paper.md, index.html and the plots into `out_dir`."""
-    report_db, out_dir = Path(report_db), Path(out_dir)
-    data = _Data(read_marts(report_db))
-    data.images = _render_plots(data)
-    bs = blocks(data)
-
+def _write_plots(out_dir: Path, data: _PaperData) -> dict[str, Path]:
+    """Write the plots drawn and delete our plots of an earlier render; plot key -> path written."""
     written: dict[str, Path] = {}
     for key, png in data.images.items():
         path = out_dir / data.files[key]
@@ -701,9 +651,19 @@ def render_paper_report(report_db: Path, out_dir: Path) -> PaperReport:
     for old in sorted(out_dir.glob("*.png")):  # plots of an earlier render would contradict this one
         if _OUR_PNG.match(old.name) and old.name not in keep:
             old.unlink(missing_ok=True)
+    return written
+
+
+def render_paper_report(report_db: Path, out_dir: Path) -> PaperReport:
+    """Read the augbench marts from `report_db` and write paper.md, index.html and the plots into `out_dir`."""
+    report_db, out_dir = Path(report_db), Path(out_dir)
+    data = _PaperData(read_marts(report_db))
+    data.images = _render_plots(data)
+    blocks = paper_blocks(data)
+    written = _write_plots(out_dir, data)
     # Pages last: once paper.md exists, every image it names does too.
-    atomic_write_text(out_dir / "paper.md", to_markdown(bs, data.files))
-    atomic_write_text(out_dir / "index.html", to_html(bs, data.images))
+    atomic_write_text(out_dir / "paper.md", _markdown(blocks, data))
+    atomic_write_text(out_dir / "index.html", to_html(blocks, data.images, TITLE))
     return PaperReport(out_dir=out_dir, markdown=out_dir / "paper.md", html=out_dir / "index.html", images=written,
-                       summary_md=_summary(data, bs), configs=len(data.configs), cells=len(data.cells),
+                       summary_md=_summary(data, blocks), configs=len(data.configs), cells=len(data.cells),
                        ok_cells=data.count("ok"), not_measured=len(data.marts["augbench_not_measured"]))

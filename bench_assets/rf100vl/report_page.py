@@ -8,20 +8,30 @@ no timestamps, rows in a fixed order, PNGs saved without the Software tag, so re
 
 from __future__ import annotations
 
-import base64
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_assets.platform.figures import figure as _figure
-from bench_assets.platform.figures import plot_context as _plot_context
-from bench_assets.platform.figures import png as _png
+from bench_assets.platform.document import (
+    Block,
+    Bullets,
+    Heading,
+    Image,
+    Item,
+    Paragraph,
+    Table,
+    blank_figure,
+    figure_png,
+    md_html_safe,
+    plot_context,
+    png_data_uri,
+    table,
+    to_html,
+    to_markdown,
+)
 from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
-from bench_assets.platform.pages import PAGE_END, page_start
-from bench_assets.platform.pages import figure as figure_html
 from bench_assets.platform.report_pages import PageInputs, RenderedPage
 
 FORMAT_NOTE = ("AP values are COCO AP x100 with one decimal (0.4853 is shown as 48.5); differences are in the same "
@@ -55,6 +65,8 @@ PLOTS = {
     "valid_vs_test": ("valid_vs_test.png", "Selection (valid) vs test mAP50-95 per dataset, our models"),
     "datasets": ("datasets.png", "mAP50-95 per dataset, one row per model"),
 }
+IMAGE_FILES = {key: name for key, (name, _) in PLOTS.items()}
+TITLE = "RF100-VL benchmark report"
 ORIGIN_COLOURS = {"ours": "#1f77b4", "imported": "#ff7f0e", "published": "#9e9e9e"}
 SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
 
@@ -85,7 +97,7 @@ class _Submission:
 
 
 @dataclass
-class _Data:
+class _ReportData:
     marts: dict[str, list[Row]]
     marts_absent: bool  # report.duckdb holds none of the marts (dbt has not built them yet)
     submissions: dict[tuple[str, str], _Submission] | None  # None: warehouse.duckdb not read
@@ -110,23 +122,24 @@ def _table_columns(con: Any) -> dict[tuple[str, str], list[str]]:
                        "WHERE table_catalog = current_database() ORDER BY table_schema, table_name, "
                        "ordinal_position").fetchall()
     out: dict[tuple[str, str], list[str]] = {}
-    for schema, table, column in rows:
-        out.setdefault((schema.lower(), table.lower()), []).append(column)
+    for schema, table_name, column in rows:
+        out.setdefault((schema.lower(), table_name.lower()), []).append(column)
     return out
 
 
-def _check_columns(db: Path, table: str, wanted: Sequence[str], present: list[str]) -> None:
+def _check_columns(db: Path, table_name: str, wanted: Sequence[str], present: list[str]) -> None:
     have = {c.lower() for c in present}
     missing = [c for c in wanted if c.lower() not in have]
     if missing:
         raise ReportSchemaError(
-            f"{db}: table {table} lacks column(s) {', '.join(missing)} (it has: {', '.join(present)}); rename them "
-            f"in the dbt model or update the columns the report reads in bench_assets/rf100vl/report_page.py")
+            f"{db}: table {table_name} lacks column(s) {', '.join(missing)} (it has: {', '.join(present)}); "
+            f"rename them in the dbt model or update the columns the report reads in "
+            f"bench_assets/rf100vl/report_page.py")
 
 
-def _select(con: Any, table: str, columns: Sequence[str], order_by: str) -> list[Row]:
+def _select(con: Any, table_name: str, columns: Sequence[str], order_by: str) -> list[Row]:
     cols = ", ".join(f'"{c}"' for c in columns)
-    rows = con.execute(f'SELECT {cols} FROM main."{table}" ORDER BY {order_by}').fetchall()
+    rows = con.execute(f'SELECT {cols} FROM main."{table_name}" ORDER BY {order_by}').fetchall()
     return [dict(zip(columns, r, strict=True)) for r in rows]
 
 
@@ -147,9 +160,9 @@ def read_marts(report_db: Path) -> tuple[dict[str, list[Row]], bool]:
             raise ReportSchemaError(f"{report_db}: mart table(s) missing from schema main: {detail}; "
                                     f"build them with `dbt build` or fix the model names")
         marts = {}
-        for table, (columns, order_by) in MARTS.items():
-            _check_columns(report_db, table, columns, tables[("main", table)])
-            marts[table] = _select(con, table, columns, order_by)
+        for mart, (columns, order_by) in MARTS.items():
+            _check_columns(report_db, mart, columns, tables[("main", mart)])
+            marts[mart] = _select(con, mart, columns, order_by)
     return marts, False
 
 
@@ -217,75 +230,43 @@ def _fmt_bool(x: Any) -> str:
     return "—" if x is None else ("yes" if x else "no")
 
 
-# ---------------------------------------------------------------------------------------------- document model
-# Both outputs render one list of blocks, so report.md and index.html never disagree on content.
+# ---------------------------------------------------------------------------------------------- the document
+# Both pages render one list of blocks (bench_assets/platform/document.py), so report.md and index.html never
+# disagree on content. Names and descriptions keep their markdown characters: only HTML specials, backslashes and
+# pipes are escaped in report.md.
 
 
-@dataclass(frozen=True)
-class _Heading:
-    text: str
-    level: int = 2
+def _plot_image(key: str) -> Image:
+    return Image(key, PLOTS[key][1])
 
 
-@dataclass(frozen=True)
-class _Para:
-    text: str
+def _markdown(blocks: Sequence[Block]) -> str:
+    return to_markdown(blocks, IMAGE_FILES, escape=md_html_safe)
 
 
-@dataclass(frozen=True)
-class _Item:
-    lead: str  # shown bold
-    text: str
-    sub: tuple[str, ...] = ()
+def _html(blocks: Sequence[Block], images: dict[str, bytes]) -> str:
+    return to_html(blocks, images, TITLE)
 
 
-@dataclass(frozen=True)
-class _Bullets:
-    items: tuple[_Item, ...]
-
-
-@dataclass(frozen=True)
-class _Table:
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    numeric: frozenset[int] = frozenset()
-
-
-@dataclass(frozen=True)
-class _Image:
-    key: str
-
-
-_Block = _Heading | _Para | _Bullets | _Table | _Image
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> _Table:
-    return _Table(tuple(headers), tuple(tuple(r) for r in rows), frozenset(numeric))
-
-
-def _ap_of(rows: list[Row], key: str = "mAP50_95") -> dict[tuple[str, str], float | None]:
-    return {(r["model"], r["origin"]): _num(r[key]) for r in rows}
-
-
-def _leaderboard_table(rows: list[Row], compact: bool = False) -> _Table:
+def _leaderboard_table(rows: list[Row], compact: bool = False) -> Table:
     if compact:
-        return _table(["Rank", "Model", "Origin", "Datasets", "mAP50-95", "mAP50", "Valid submission"],
-                      [[_fmt_count(r["rank"]), r["model"], r["origin"],
-                        f"{_fmt_count(r['datasets_scored'])}/{_fmt_count(r['datasets_expected'])}",
-                        fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"]), _fmt_bool(r["valid_submission"])] for r in rows],
-                      numeric=[0, 3, 4, 5])
-    return _table(["Rank", "Model", "Origin", "Datasets", "mAP50-95", "mAP50", "mAP75", "AR@max_det",
-                   "Median train min", "GPU-hours", "Median best epoch", "Recipe conformant", "Valid submission"],
-                  [[_fmt_count(r["rank"]), r["model"], r["origin"],
-                    f"{_fmt_count(r['datasets_scored'])}/{_fmt_count(r['datasets_expected'])}",
-                    fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"]), fmt_ap(r["mAP75"]), fmt_ap(r["AR_max_det"]),
-                    _fmt_float(r["median_train_minutes"]), _fmt_float(r["gpu_hours"]),
-                    _fmt_float(r["median_best_epoch"]), _fmt_bool(r["recipe_conformant"]),
-                    _fmt_bool(r["valid_submission"])] for r in rows],
-                  numeric=range(3, 11))
+        return table(["Rank", "Model", "Origin", "Datasets", "mAP50-95", "mAP50", "Valid submission"],
+                     [[_fmt_count(r["rank"]), r["model"], r["origin"],
+                       f"{_fmt_count(r['datasets_scored'])}/{_fmt_count(r['datasets_expected'])}",
+                       fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"]), _fmt_bool(r["valid_submission"])] for r in rows],
+                     numeric=[0, 3, 4, 5])
+    return table(["Rank", "Model", "Origin", "Datasets", "mAP50-95", "mAP50", "mAP75", "AR@max_det",
+                  "Median train min", "GPU-hours", "Median best epoch", "Recipe conformant", "Valid submission"],
+                 [[_fmt_count(r["rank"]), r["model"], r["origin"],
+                   f"{_fmt_count(r['datasets_scored'])}/{_fmt_count(r['datasets_expected'])}",
+                   fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"]), fmt_ap(r["mAP75"]), fmt_ap(r["AR_max_det"]),
+                   _fmt_float(r["median_train_minutes"]), _fmt_float(r["gpu_hours"]),
+                   _fmt_float(r["median_best_epoch"]), _fmt_bool(r["recipe_conformant"]),
+                   _fmt_bool(r["valid_submission"])] for r in rows],
+                 numeric=range(3, 11))
 
 
-def _headline(data: _Data) -> list[_Block]:
+def _headline(data: _ReportData) -> list[Block]:
     subs = data.submissions or {}
     not_read = data.submissions is None
     items = []
@@ -304,27 +285,27 @@ def _headline(data: _Data) -> list[_Block]:
         if (model, origin) not in listed:
             items.append(_validity_item(model, f"({origin}): a submission but no scored dataset in the marts",
                                         sub.valid, sub.reasons, not_read))
-    return [_Heading("Headline"), _Bullets(tuple(items))] if items else []
+    return [Heading("Headline"), Bullets(tuple(items))] if items else []
 
 
-def _validity_item(model: str, text: str, valid: bool | None, reasons: tuple[str, ...], not_read: bool) -> _Item:
+def _validity_item(model: str, text: str, valid: bool | None, reasons: tuple[str, ...], not_read: bool) -> Item:
     if valid is True:
-        return _Item(model, text + "; submittable.")
+        return Item(model, text + "; submittable.")
     if valid is None:
-        return _Item(model, text + "; no submission yet.")
+        return Item(model, text + "; no submission yet.")
     if not reasons:
         reasons = ("reasons not recorded" + (" (warehouse.duckdb was not read)" if not_read else ""),)
-    return _Item(model, text + "; not submittable because:", reasons)
+    return Item(model, text + "; not submittable because:", reasons)
 
 
-def _findings_blocks(findings: list[Finding] | None) -> list[_Block]:
+def _findings_blocks(findings: list[Finding] | None) -> list[Block]:
     if findings is None:
         return []
     if not findings:
-        return [_Heading("Failing checks"), _Para("No failing asset checks.")]
-    return [_Heading("Failing checks"),
-            _Para(f"{len(findings)} asset check(s) failed; read these before trusting the numbers below."),
-            _table(["Severity", "Asset", "Check", "Description"], [[s, a, c, d] for c, a, s, d in findings])]
+        return [Heading("Failing checks"), Paragraph("No failing asset checks.")]
+    return [Heading("Failing checks"),
+            Paragraph(f"{len(findings)} asset check(s) failed; read these before trusting the numbers below."),
+            table(["Severity", "Asset", "Check", "Description"], [[s, a, c, d] for c, a, s, d in findings])]
 
 
 def _comparison_verdict(r: Row) -> str:
@@ -355,165 +336,132 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _blocks(data: _Data) -> list[_Block]:
-    m = data.marts
-    out: list[_Block] = [_Heading("RF100-VL benchmark report", 1), _Para(FORMAT_NOTE)]
-    out += _findings_blocks(data.findings)
+def _report_blocks(data: _ReportData) -> list[Block]:
+    """The whole report, section by section; without a leaderboard, only why there is none and the submissions."""
+    blocks: list[Block] = [Heading(TITLE, 1), Paragraph(FORMAT_NOTE)]
+    blocks += _findings_blocks(data.findings)
     if not data.leaderboard:
         why = ("report.duckdb holds no mart tables yet: run `dbt build` once scores exist."
                if data.marts_absent else "the leaderboard mart is empty: no model has a scored dataset.")
-        out += [_Heading("No models yet"), _Para(f"No models yet — {why}")]
-        out += _headline(data)
-        return out
+        return blocks + [Heading("No models yet"), Paragraph(f"No models yet — {why}")] + _headline(data)
+    blocks += [_counts_paragraph(data)] + _headline(data)
+    for section in (_leaderboard_blocks, _domain_blocks, _train_cost_blocks, _weakest_blocks, _valid_vs_test_blocks,
+                    _per_dataset_blocks, _published_blocks, _model_comparison_blocks):
+        blocks += section(data)
+    return blocks
+
+
+def _counts_paragraph(data: _ReportData) -> Paragraph:
     ours = sum(r["origin"] == "ours" for r in data.leaderboard)
-    published = sum(r["origin"] == "published" for r in m["published_comparison"])
-    out.append(_Para(f"{_plural(len(data.leaderboard), 'model')} ({ours} ours, {len(data.leaderboard) - ours} "
+    published = sum(r["origin"] == "published" for r in data.marts["published_comparison"])
+    return Paragraph(f"{_plural(len(data.leaderboard), 'model')} ({ours} ours, {len(data.leaderboard) - ours} "
                      f"imported) scored on {_plural(data.datasets, 'dataset')}; "
-                     f"{_plural(published, 'published reference')}."))
-    out += _headline(data)
-    out += [_Heading("Leaderboard"), _leaderboard_table(data.leaderboard)]
-    if "leaderboard" in data.images:
-        out.append(_Image("leaderboard"))
+                     f"{_plural(published, 'published reference')}.")
 
-    out += [_Heading("Domains"), _table(["Domain", "Model", "Origin", "Datasets", "mAP50-95", "mAP50"],
-                                        [[r["domain"], r["model"], r["origin"], _fmt_count(r["datasets"]),
-                                          fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"])] for r in m["domain_scores"]],
-                                        numeric=[3, 4, 5])]
-    if "domains" in data.images:
-        out.append(_Image("domains"))
 
-    out += [_Heading("Train cost")]
-    out.append(_table(["Model", "Datasets trained", "Median train min", "Total GPU-hours", "Median best epoch",
-                       "Mean epochs done", "Resumed runs"],
-                      [[r["model"], _fmt_count(r["datasets_trained"]), _fmt_float(r["median_train_minutes"]),
-                        _fmt_float(r["total_gpu_hours"]), _fmt_float(r["median_best_epoch"]),
-                        _fmt_float(r["mean_epochs_done"]), _fmt_count(r["resumed_runs"])] for r in m["train_cost"]],
-                      numeric=range(1, 7)) if m["train_cost"] else _Para("No training runs of ours."))
+def _with_plot(blocks: list[Block], data: _ReportData, key: str) -> list[Block]:
+    """`blocks`, then the plot `key` when it was drawn (a plot without data is not)."""
+    return blocks + [_plot_image(key)] if key in data.images else blocks
 
-    weakest = [r for r in m["weakest_datasets"] if _num(r["rank"]) is not None and r["rank"] <= WEAKEST_PER_MODEL]
-    out += [_Heading(f"{WEAKEST_PER_MODEL} weakest datasets per model"),
-            _table(["Model", "Origin", "Rank", "Dataset", "Domain", "mAP50-95"],
-                   [[r["model"], r["origin"], _fmt_count(r["rank"]), r["dataset"], r["domain"],
-                     fmt_ap(r["mAP50_95"])] for r in weakest], numeric=[2, 5])]
 
-    out.append(_Heading("Selection (valid) vs test"))
-    all_gaps = _valid_test_gaps(m["dataset_scores"])
+def _leaderboard_blocks(data: _ReportData) -> list[Block]:
+    return _with_plot([Heading("Leaderboard"), _leaderboard_table(data.leaderboard)], data, "leaderboard")
+
+
+def _domain_blocks(data: _ReportData) -> list[Block]:
+    domains = table(["Domain", "Model", "Origin", "Datasets", "mAP50-95", "mAP50"],
+                    [[r["domain"], r["model"], r["origin"], _fmt_count(r["datasets"]), fmt_ap(r["mAP50_95"]),
+                      fmt_ap(r["mAP50"])] for r in data.marts["domain_scores"]],
+                    numeric=[3, 4, 5])
+    return _with_plot([Heading("Domains"), domains], data, "domains")
+
+
+def _train_cost_blocks(data: _ReportData) -> list[Block]:
+    rows = data.marts["train_cost"]
+    if not rows:
+        return [Heading("Train cost"), Paragraph("No training runs of ours.")]
+    return [Heading("Train cost"),
+            table(["Model", "Datasets trained", "Median train min", "Total GPU-hours", "Median best epoch",
+                   "Mean epochs done", "Resumed runs"],
+                  [[r["model"], _fmt_count(r["datasets_trained"]), _fmt_float(r["median_train_minutes"]),
+                    _fmt_float(r["total_gpu_hours"]), _fmt_float(r["median_best_epoch"]),
+                    _fmt_float(r["mean_epochs_done"]), _fmt_count(r["resumed_runs"])] for r in rows],
+                  numeric=range(1, 7))]
+
+
+def _weakest_blocks(data: _ReportData) -> list[Block]:
+    weakest = [r for r in data.marts["weakest_datasets"]
+               if _num(r["rank"]) is not None and r["rank"] <= WEAKEST_PER_MODEL]
+    return [Heading(f"{WEAKEST_PER_MODEL} weakest datasets per model"),
+            table(["Model", "Origin", "Rank", "Dataset", "Domain", "mAP50-95"],
+                  [[r["model"], r["origin"], _fmt_count(r["rank"]), r["dataset"], r["domain"],
+                    fmt_ap(r["mAP50_95"])] for r in weakest], numeric=[2, 5])]
+
+
+def _valid_vs_test_blocks(data: _ReportData) -> list[Block]:
+    all_gaps = _valid_test_gaps(data.marts["dataset_scores"])
     gaps = all_gaps[:GAPS_LISTED]
-    if gaps:
-        outside = sum(_outside_noise(r) for r in all_gaps)
-        out.append(_Para(f"{outside} of {len(all_gaps)} (model, dataset) pairs of ours differ by more than "
-                         f"{100 * NOISE_BAND:.0f} points between valid and test (circled on the plot)."))
-        out.append(_Para(f"On a healthy run valid and test AP track within noise; the {len(gaps)} largest gaps "
-                         f"(a gap far outside noise is a bug report, not a hard dataset: a BatchNorm mismatch once "
-                         f"showed valid 56.6, test 16.2):"))
-        out.append(_table(["Model", "Dataset", "Domain", "Valid mAP50-95", "Test mAP50-95", "Test - valid"],
-                          [[r["model"], r["dataset"], r["domain"], fmt_ap(r["valid_mAP50_95"]), fmt_ap(r["mAP50_95"]),
-                            fmt_ap_diff(r["mAP50_95"] - r["valid_mAP50_95"])] for r in gaps], numeric=[3, 4, 5]))
-        out.append(_Image("valid_vs_test"))
-    else:
-        out.append(_Para("No dataset of ours has both a valid and a test score."))
-    if "datasets" in data.images:
-        out += [_Heading("Per-dataset AP"), _Image("datasets")]
-
-    out.append(_Heading("Published comparison"))
-    out.append(_table(["Rank", "Model", "Origin", "Family", "Size", "mAP50-95", "Datasets", "vs best published"],
-                      [[_fmt_count(r["rank_overall"]), r["model"], r["origin"], r["family"] or "—", r["size"] or "—",
-                        fmt_ap(r["mAP50_95"]), _fmt_count(r["datasets_scored"]),
-                        fmt_ap_diff(r["delta_vs_best_published"])] for r in m["published_comparison"]],
-                      numeric=[0, 5, 6, 7]) if m["published_comparison"] else _Para("No published references."))
-
-    out.append(_Heading("Model comparison"))
-    if m["model_comparison"]:
-        out.append(_Para("Mean difference A - B in mAP50-95 over the datasets both models scored, with a paired "
-                         "bootstrap interval that resamples datasets; an interval that includes 0 means the "
-                         "difference is within noise."))
-        out.append(_table(["A", "B", "Datasets", "Mean A - B", "Interval", "Verdict"],
-                          [[r["model_a"], r["model_b"], _fmt_count(r["datasets"]), fmt_ap_diff(r["mean_diff"]),
-                            f"[{fmt_ap_diff(r['ci_low'])}, {fmt_ap_diff(r['ci_high'])}]", _comparison_verdict(r)]
-                           for r in m["model_comparison"]], numeric=[2, 3]))
-    else:
-        out.append(_Para("No pair of models shares a scored dataset."))
-    return out
+    if not gaps:
+        return [Heading("Selection (valid) vs test"),
+                Paragraph("No dataset of ours has both a valid and a test score.")]
+    outside = sum(_outside_noise(r) for r in all_gaps)
+    return [Heading("Selection (valid) vs test"),
+            Paragraph(f"{outside} of {len(all_gaps)} (model, dataset) pairs of ours differ by more than "
+                      f"{100 * NOISE_BAND:.0f} points between valid and test (circled on the plot)."),
+            Paragraph(f"On a healthy run valid and test AP track within noise; the {len(gaps)} largest gaps "
+                      f"(a gap far outside noise is a bug report, not a hard dataset: a BatchNorm mismatch once "
+                      f"showed valid 56.6, test 16.2):"),
+            table(["Model", "Dataset", "Domain", "Valid mAP50-95", "Test mAP50-95", "Test - valid"],
+                  [[r["model"], r["dataset"], r["domain"], fmt_ap(r["valid_mAP50_95"]), fmt_ap(r["mAP50_95"]),
+                    fmt_ap_diff(r["mAP50_95"] - r["valid_mAP50_95"])] for r in gaps], numeric=[3, 4, 5]),
+            _plot_image("valid_vs_test")]
 
 
-# ---------------------------------------------------------------------------------------------- markdown and HTML
+def _per_dataset_blocks(data: _ReportData) -> list[Block]:
+    return [Heading("Per-dataset AP"), _plot_image("datasets")] if "datasets" in data.images else []
 
 
-def _md(text: Any) -> str:
-    s = str(text).replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(s.replace("|", "\\|").split())
+def _published_blocks(data: _ReportData) -> list[Block]:
+    rows = data.marts["published_comparison"]
+    if not rows:
+        return [Heading("Published comparison"), Paragraph("No published references.")]
+    return [Heading("Published comparison"),
+            table(["Rank", "Model", "Origin", "Family", "Size", "mAP50-95", "Datasets", "vs best published"],
+                  [[_fmt_count(r["rank_overall"]), r["model"], r["origin"], r["family"] or "—", r["size"] or "—",
+                    fmt_ap(r["mAP50_95"]), _fmt_count(r["datasets_scored"]),
+                    fmt_ap_diff(r["delta_vs_best_published"])] for r in rows],
+                  numeric=[0, 5, 6, 7])]
 
 
-def _md_table(t: _Table) -> list[str]:
-    lines = ["| " + " | ".join(_md(h) for h in t.headers) + " |",
-             "|" + "|".join("---:" if i in t.numeric else "---" for i in range(len(t.headers))) + "|"]
-    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
-    return lines
-
-
-def to_markdown(blocks: Sequence[_Block]) -> str:
-    lines: list[str] = []
-    for b in blocks:
-        if isinstance(b, _Heading):
-            lines += ["#" * b.level + " " + _md(b.text), ""]
-        elif isinstance(b, _Para):
-            lines += [_md(b.text), ""]
-        elif isinstance(b, _Bullets):
-            for it in b.items:
-                lines.append(f"- **{_md(it.lead)}** {_md(it.text)}")
-                lines += [f"  - {_md(s)}" for s in it.sub]
-            lines.append("")
-        elif isinstance(b, _Table):
-            lines += _md_table(b) + [""]
-        else:
-            name, alt = PLOTS[b.key]
-            lines += [f"![{_md(alt)}]({name})", ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def to_html(blocks: Sequence[_Block], images: dict[str, bytes]) -> str:
-    e = html.escape
-    parts = page_start("RF100-VL benchmark report")
-    for b in blocks:
-        if isinstance(b, _Heading):
-            parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
-        elif isinstance(b, _Para):
-            parts.append(f"<p>{e(b.text)}</p>")
-        elif isinstance(b, _Bullets):
-            parts.append("<ul>")
-            for it in b.items:
-                sub = "".join(f"<li>{e(s)}</li>" for s in it.sub)
-                parts.append(f"<li><strong>{e(it.lead)}</strong> {e(it.text)}" + (f"<ul>{sub}</ul>" if sub else "")
-                             + "</li>")
-            parts.append("</ul>")
-        elif isinstance(b, _Table):
-            head = "".join(f"<th>{e(h)}</th>" for h in b.headers)
-            rows = "".join("<tr>" + "".join(f'<td class="num">{e(c)}</td>' if i in b.numeric else f"<td>{e(c)}</td>"
-                                            for i, c in enumerate(row)) + "</tr>\n" for row in b.rows)
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>\n{rows}</tbody></table>")
-        else:
-            parts.append(figure_html(PLOTS[b.key][1], images[b.key]))
-    parts += PAGE_END
-    return "\n".join(parts) + "\n"
+def _model_comparison_blocks(data: _ReportData) -> list[Block]:
+    rows = data.marts["model_comparison"]
+    if not rows:
+        return [Heading("Model comparison"), Paragraph("No pair of models shares a scored dataset.")]
+    return [Heading("Model comparison"),
+            Paragraph("Mean difference A - B in mAP50-95 over the datasets both models scored, with a paired "
+                      "bootstrap interval that resamples datasets; an interval that includes 0 means the "
+                      "difference is within noise."),
+            table(["A", "B", "Datasets", "Mean A - B", "Interval", "Verdict"],
+                  [[r["model_a"], r["model_b"], _fmt_count(r["datasets"]), fmt_ap_diff(r["mean_diff"]),
+                    f"[{fmt_ap_diff(r['ci_low'])}, {fmt_ap_diff(r['ci_high'])}]", _comparison_verdict(r)]
+                   for r in rows], numeric=[2, 3])]
 
 
 # ---------------------------------------------------------------------------------------------- plots
 
 
-
-
-def _leaderboard_bars(data: _Data) -> list[tuple[str, str, float | None]]:
+def _leaderboard_bars(data: _ReportData) -> list[tuple[str, str, float | None]]:
     rows = data.marts["published_comparison"] or data.leaderboard
     bars = [(r["model"], r["origin"], _num(r["mAP50_95"])) for r in rows]
     return sorted(bars, key=lambda b: (b[2] is None, -(b[2] or 0.0), b[0], b[1]))
 
 
-def plot_leaderboard(data: _Data, dpi: int = DPI) -> bytes:
+def plot_leaderboard(data: _ReportData, dpi: int = DPI) -> bytes:
     from matplotlib.patches import Patch
 
     bars = _leaderboard_bars(data)
-    with _plot_context():
-        fig = _figure(8, 1.2 + 0.28 * len(bars))
+    with plot_context():
+        fig = blank_figure(8, 1.2 + 0.28 * len(bars))
         ax = fig.add_subplot()
         values = [100 * v if v is not None else 0.0 for _, _, v in bars]
         ys = list(range(len(bars)))
@@ -530,7 +478,7 @@ def plot_leaderboard(data: _Data, dpi: int = DPI) -> bytes:
         ax.legend(handles=[Patch(color=ORIGIN_COLOURS.get(o, "#2ca02c"), label=o) for o in origins],
                   loc="lower right", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
-        return _png(fig, dpi)
+        return figure_png(fig, dpi)
 
 
 def _model_colours(models: Sequence[str]) -> dict[str, Any]:
@@ -540,12 +488,12 @@ def _model_colours(models: Sequence[str]) -> dict[str, Any]:
     return {m: cmap(i % cmap.N) for i, m in enumerate(models)}
 
 
-def _model_label(r: Row, data: _Data) -> str:
+def _model_label(r: Row, data: _ReportData) -> str:
     clash = {r2["model"] for r2 in data.leaderboard if r2["origin"] != r["origin"]}
     return f"{r['model']} ({r['origin']})" if r["model"] in clash else r["model"]
 
 
-def plot_domains(data: _Data, dpi: int = DPI) -> bytes:
+def plot_domains(data: _ReportData, dpi: int = DPI) -> bytes:
     rows = data.marts["domain_scores"]
     domains = sorted({r["domain"] for r in rows if r["domain"] is not None})
     models = [(r["model"], r["origin"]) for r in data.leaderboard]
@@ -553,8 +501,8 @@ def plot_domains(data: _Data, dpi: int = DPI) -> bytes:
     value = {(r["model"], r["origin"], r["domain"]): _num(r["mAP50_95"]) for r in rows}
     colours = _model_colours(labels)
     width = 0.8 / max(len(models), 1)
-    with _plot_context():
-        fig = _figure(min(18.0, 4 + len(domains) * (0.7 + 0.18 * len(models))), 5)
+    with plot_context():
+        fig = blank_figure(min(18.0, 4 + len(domains) * (0.7 + 0.18 * len(models))), 5)
         ax = fig.add_subplot()
         for i, ((model, origin), label) in enumerate(zip(models, labels, strict=True)):
             xs = [d + (i - (len(models) - 1) / 2) * width for d in range(len(domains))]
@@ -566,15 +514,15 @@ def plot_domains(data: _Data, dpi: int = DPI) -> bytes:
         ax.set_title("mAP50-95 per domain (hatched: imported)")
         ax.grid(axis="y", alpha=0.3)
         fig.legend(loc="outside right upper", fontsize=7, ncols=1 if len(models) <= 20 else 2)
-        return _png(fig, dpi)
+        return figure_png(fig, dpi)
 
 
-def plot_valid_vs_test(data: _Data, dpi: int = DPI) -> bytes:
+def plot_valid_vs_test(data: _ReportData, dpi: int = DPI) -> bytes:
     gaps = _valid_test_gaps(data.marts["dataset_scores"])
     models = sorted({r["model"] for r in gaps})
     colours = _model_colours(models)
-    with _plot_context():
-        fig = _figure(7, 7)
+    with plot_context():
+        fig = blank_figure(7, 7)
         ax = fig.add_subplot()
         band = 100 * NOISE_BAND
         ax.fill_between([0, 100], [-band, 100 - band], [band, 100 + band], color="#dddddd", alpha=0.6,
@@ -598,10 +546,10 @@ def plot_valid_vs_test(data: _Data, dpi: int = DPI) -> bytes:
         ax.set_title("Selection vs test per dataset (ours)")
         ax.legend(loc="upper left", fontsize=7, ncols=1 if len(models) <= 12 else 2)
         ax.grid(alpha=0.3)
-        return _png(fig, dpi)
+        return figure_png(fig, dpi)
 
 
-def plot_datasets(data: _Data, dpi: int = DPI) -> bytes:
+def plot_datasets(data: _ReportData, dpi: int = DPI) -> bytes:
     import numpy as np
     from matplotlib import colormaps
 
@@ -611,8 +559,8 @@ def plot_datasets(data: _Data, dpi: int = DPI) -> bytes:
     colour = {d: cmap(i % cmap.N) for i, d in enumerate(domains)}
     models = [(r["model"], r["origin"]) for r in data.leaderboard]
     labels = [_model_label(r, data) for r in data.leaderboard]
-    with _plot_context():
-        fig = _figure(9, 1.2 + 0.42 * len(models))
+    with plot_context():
+        fig = blank_figure(9, 1.2 + 0.42 * len(models))
         ax = fig.add_subplot()
         rng = np.random.default_rng(0)  # fixed jitter: same picture every run
         for y, (model, origin) in enumerate(models):
@@ -633,10 +581,10 @@ def plot_datasets(data: _Data, dpi: int = DPI) -> bytes:
         ax.set_title("Per-dataset AP")
         ax.grid(axis="x", alpha=0.3)
         fig.legend(loc="outside right upper", fontsize=7, title="domain", title_fontsize=7)
-        return _png(fig, dpi)
+        return figure_png(fig, dpi)
 
 
-def _render_plots(data: _Data) -> dict[str, bytes]:
+def _render_plots(data: _ReportData) -> dict[str, bytes]:
     if not data.leaderboard:
         return {}
     images = {"leaderboard": plot_leaderboard(data)}
@@ -652,21 +600,34 @@ def _render_plots(data: _Data) -> dict[str, bytes]:
 # ---------------------------------------------------------------------------------------------- summary and entry
 
 
-def _summary(data: _Data, blocks_head: list[_Block]) -> str:
+def _summary(data: _ReportData, blocks_without_images: list[Block]) -> str:
+    """Compact markdown for Dagster metadata: the counts, the compact leaderboard and its plot, under the size cap."""
     if not data.leaderboard:
-        return to_markdown(blocks_head)
-    text = to_markdown([_Para(f"{len(data.leaderboard)} models over {data.datasets} datasets. {FORMAT_NOTE}"),
-                        _leaderboard_table(data.leaderboard, compact=True)])
+        return _markdown(blocks_without_images)
+    text = _markdown([Paragraph(f"{len(data.leaderboard)} models over {data.datasets} datasets. {FORMAT_NOTE}"),
+                      _leaderboard_table(data.leaderboard, compact=True)])
     if data.findings:
         text = f"**{len(data.findings)} failing asset check(s)**; see the report.\n\n" + text
     # Re-render smaller until the data URI fits; the full-size plot stays in the report itself.
     for dpi in (DPI, 72, 50, 36):
         png = data.images["leaderboard"] if dpi == DPI else plot_leaderboard(data, dpi)
-        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        candidate = text + f"\n![leaderboard]({uri})\n"
+        candidate = text + f"\n![leaderboard]({png_data_uri(png)})\n"
         if len(candidate.encode("utf-8")) <= SUMMARY_MAX_BYTES:
             return candidate
     return text + "\n(leaderboard plot left out: too large for metadata; see index.html)\n"
+
+
+def _write_plots(out_dir: Path, images: dict[str, bytes]) -> dict[str, Path]:
+    """Write the plots drawn and delete the others' files; plot key -> path written."""
+    written: dict[str, Path] = {}
+    for key, name in IMAGE_FILES.items():
+        path = out_dir / name
+        if key in images:
+            atomic_write_bytes(path, images[key])
+            written[key] = path
+        else:
+            path.unlink(missing_ok=True)  # a plot from an earlier render would contradict this report
+    return written
 
 
 def render_report(report_db: Path, out_dir: Path, *, warehouse_db: Path | None = None,
@@ -679,24 +640,16 @@ def render_report(report_db: Path, out_dir: Path, *, warehouse_db: Path | None =
     report_db, out_dir = Path(report_db), Path(out_dir)
     marts, absent = read_marts(report_db)
     subs = read_submissions(Path(warehouse_db)) if warehouse_db and Path(warehouse_db).is_file() else None
-    data = _Data(marts, absent, subs, _normalize_findings(findings))
+    data = _ReportData(marts, absent, subs, _normalize_findings(findings))
     data.images = _render_plots(data)
-    blocks = _blocks(data)
-
-    written: dict[str, Path] = {}
-    for key, (name, _) in PLOTS.items():
-        path = out_dir / name
-        if key in data.images:
-            atomic_write_bytes(path, data.images[key])
-            written[key] = path
-        else:
-            path.unlink(missing_ok=True)  # a plot from an earlier render would contradict this report
+    blocks = _report_blocks(data)
+    written = _write_plots(out_dir, data.images)
     # Pages last: once report.md exists, every image it names does too.
-    atomic_write_text(out_dir / "report.md", to_markdown(blocks))
-    atomic_write_text(out_dir / "index.html", to_html(blocks, data.images))
-    head = [b for b in blocks if not isinstance(b, _Image)]
+    atomic_write_text(out_dir / "report.md", _markdown(blocks))
+    atomic_write_text(out_dir / "index.html", _html(blocks, data.images))
+    without_images = [b for b in blocks if not isinstance(b, Image)]
     return RenderedReport(out_dir=out_dir, markdown=out_dir / "report.md", html=out_dir / "index.html",
-                          images=written, summary_md=_summary(data, head), models=len(data.leaderboard),
+                          images=written, summary_md=_summary(data, without_images), models=len(data.leaderboard),
                           datasets=data.datasets, findings=len(data.findings or ()))
 
 
