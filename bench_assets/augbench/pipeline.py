@@ -12,7 +12,7 @@ from typing import Any
 
 from bench_assets.augbench.config import ConfigError, RunConfig
 from bench_assets.augbench.naming import config_dir, media_dir, plan_file, resolved_config_file, results_file
-from bench_assets.augbench.plan import Plan, make_plan
+from bench_assets.augbench.plan import Cell, Plan, make_plan
 from bench_assets.augbench.results import append_repeat
 from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
 from bench_assets.platform.provenance import hardware_label, source_tree
@@ -95,6 +95,42 @@ def load_media(home: Path, cfg: RunConfig) -> Any:
                     content_hash=digest)
 
 
+def _run_measured(adapter: Any, media: Any, cfg: RunConfig, transforms: list[str], *, log: Callable[[str], None],
+                  progress: Any) -> dict[str, dict[str, Any]]:
+    """Run `transforms` through the config's runner (micro or DataLoader); the cell results by transform."""
+    pf = cfg.effective_preflight
+    common = {"device": cfg.device, "preflight_items": pf.items, "min_items_per_s": pf.min_items_per_s,
+              "preflight_max_s": pf.max_seconds, "progress": progress, "log": log}
+    if cfg.mode == "micro":
+        from bench_assets.augbench.runners.micro import run_micro
+
+        results = run_micro(adapter, media, transforms, num_runs=cfg.num_runs, warmup=cfg.warmup, **common)
+    else:
+        from bench_assets.augbench.runners.dataloader import run_dataloader
+
+        results = run_dataloader(adapter, media, transforms, batch_size=cfg.effective_batch_size,
+                                 workers=cfg.workers, num_epochs=cfg.num_runs, worker_policy=cfg.threads, **common)
+    return {r["transform"]: r for r in results}
+
+
+def _cell_records(cells: list[Cell], by_transform: dict[str, dict[str, Any]], library: str, cfg: RunConfig,
+                  unavailable: str | None) -> list[dict[str, Any]]:
+    """One record per planned cell, in plan order: `unsupported` (by the plan, or the library is unavailable
+    here), the runner's result, or `error` when the runner returned none for it."""
+    out = []
+    for c in cells:
+        if c.reason is not None or unavailable:
+            out.append({"transform": c.transform, "library": library, "status": "unsupported",
+                        "reason": c.reason or unavailable, "mode": cfg.mode, "media": cfg.media,
+                        "device": cfg.device})
+        elif c.transform in by_transform:
+            out.append(by_transform[c.transform])
+        else:  # the runner must answer every cell it was given: a silent drop becomes a loud error cell
+            out.append({"transform": c.transform, "library": library, "status": "error",
+                        "reason": "the runner returned no result for this transform", "mode": cfg.mode})
+    return out
+
+
 def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[str], None] = print,
                     progress: Any = None) -> tuple[int, list[dict[str, Any]]]:
     """Run every planned cell of `library` once more and append the repeat; return (repeat, cells)."""
@@ -117,31 +153,8 @@ def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[
     if unavailable:
         log(f"{library}: unavailable here ({unavailable}); every cell is recorded unsupported")
     elif measured:
-        pf = cfg.effective_preflight
-        common = {"device": cfg.device, "preflight_items": pf.items, "min_items_per_s": pf.min_items_per_s,
-                  "preflight_max_s": pf.max_seconds, "progress": progress, "log": log}
-        if cfg.mode == "micro":
-            from bench_assets.augbench.runners.micro import run_micro
-
-            results = run_micro(adapter, media, measured, num_runs=cfg.num_runs, warmup=cfg.warmup, **common)
-        else:
-            from bench_assets.augbench.runners.dataloader import run_dataloader
-
-            results = run_dataloader(adapter, media, measured, batch_size=cfg.effective_batch_size,
-                                     workers=cfg.workers, num_epochs=cfg.num_runs, worker_policy=cfg.threads,
-                                     **common)
-        by_transform = {r["transform"]: r for r in results}
-    out = []
-    for c in cells:
-        if c.reason is not None or unavailable:
-            out.append({"transform": c.transform, "library": library, "status": "unsupported",
-                        "reason": c.reason or unavailable, "mode": cfg.mode, "media": cfg.media,
-                        "device": cfg.device})
-        elif c.transform in by_transform:
-            out.append(by_transform[c.transform])
-        else:  # the runner must answer every cell it was given: a silent drop becomes a loud error cell
-            out.append({"transform": c.transform, "library": library, "status": "error",
-                        "reason": "the runner returned no result for this transform", "mode": cfg.mode})
+        by_transform = _run_measured(adapter, media, cfg, measured, log=log, progress=progress)
+    out = _cell_records(cells, by_transform, library, cfg, unavailable)
     repeat = {
         "started": started, "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "config_sha256": cfg.sha256(), "hardware": hardware_label(cfg.device), "versions": versions,

@@ -24,7 +24,7 @@ import csv
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -881,60 +881,85 @@ def _pair(v: Any) -> bool:
     return isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, int | float) for x in v) and v[0] <= v[1]
 
 
+# The name prefixes of each library's calls (`call.fn`): a call without one belongs to another library.
+_LIBRARY_PREFIXES: dict[str, str | tuple[str, ...]] = {
+    "albumentationsx": "A.", "torchvision": "v2.", "kornia": "K.", "pillow": ("Image", "ImageOps", "ImageEnhance"),
+}
+
+
+def _need_pair(where: str, kw: Mapping[str, Any], name: str, lo: float = -math.inf, hi: float = math.inf,
+               why: str = "") -> None:
+    """When the call sets `name`, it must be a (low, high) pair inside [lo, hi]; `why` names the unit trap."""
+    v = kw.get(name)
+    if v is None:
+        return
+    if not _pair(v):
+        raise SpecError(f"{where}: {name}={v!r} must be a (low, high) pair{why}")
+    if not (lo <= v[0] and v[1] <= hi):
+        raise SpecError(f"{where}: {name}={v!r} outside [{lo}, {hi}]{why}")
+
+
+def _check_kornia_call(where: str, call: Call) -> None:
+    """Kornia's traps: hue in turns, colour factors as ranges around 1, [0, 1] units for shifts and noise."""
+    kw = call.kwargs
+    need_pair = partial(_need_pair, where, kw)
+    turns = " (Kornia hue is in turns of the hue circle, [-0.5, 0.5]; degrees are out of bounds)"
+    if call.fn in ("K.RandomHue", "K.ColorJitter", "K.ColorJiggle"):
+        need_pair("hue", -0.5, 0.5, turns)
+    if call.fn in ("K.RandomBrightness", "K.RandomContrast", "K.RandomSaturation", "K.ColorJitter",
+                   "K.ColorJiggle"):
+        for name in ("brightness", "contrast", "saturation"):
+            need_pair(name, 0.0, 10.0, " (a Kornia scalar is a range around 1, not a factor)")
+    if call.fn == "K.RandomPosterize":
+        need_pair("bits", 0, 8, " (a scalar x means a random draw from [x, 8])")
+    if call.fn == "K.RandomSharpness":
+        need_pair("sharpness", 0, math.inf, " (a scalar x means a random draw from [0, x])")
+    if call.fn == "K.RandomSolarize":
+        need_pair("thresholds", 0.0, 1.0, " (a scalar x means 0.5 ± x)")
+        need_pair("additions", -0.5, 0.5, " (a scalar x means ±x)")
+    if call.fn == "K.RandomRGBShift":
+        for c in "rgb":
+            need_pair(f"{c}_shift_limit", -1.0, 1.0, " (Kornia shifts are in [0, 1] units, not 0..255)")
+    if call.fn == "K.RandomGaussianNoise" and not 0 <= kw.get("std", 0) <= 1:
+        raise SpecError(f"{where}: std={kw['std']!r} must be in [0, 1] units")
+    if call.fn == "K.RandomJPEG":
+        need_pair("jpeg_quality", 1, 100)
+
+
+def _check_torchvision_call(where: str, call: Call) -> None:
+    """torchvision's traps: a solarize threshold in uint8 units, hue in turns."""
+    kw = call.kwargs
+    if call.fn == "v2.RandomSolarize" and not 1 < kw.get("threshold", 0) <= 255:
+        raise SpecError(f"{where}: threshold={kw.get('threshold')!r} must be in uint8 units (1, 255] -- "
+                        "a fraction on a uint8 tensor inverts every pixel")
+    if call.fn in ("v2.ColorJitter", "v2.RandomPhotometricDistort"):
+        _need_pair(where, kw, "hue", -0.5, 0.5, " (turns of the hue circle)")
+
+
+def _check_albumentationsx_call(where: str, call: Call) -> None:
+    """AlbumentationsX's traps: hue in degrees, a solarize threshold as a fraction, `*_range` pairs ascending."""
+    kw = call.kwargs
+    if call.fn == "A.HueSaturationValue":
+        _need_pair(where, kw, "hue_shift_range", -180, 180)
+    if call.fn == "A.Solarize":
+        _need_pair(where, kw, "threshold_range", 0.0, 1.0, " (AlbumentationsX takes a fraction of the range)")
+    for name, v in kw.items():
+        if name.endswith("_range") and isinstance(v, tuple) and not _pair(v):
+            raise SpecError(f"{where}: {name}={v!r} must be a non-decreasing (low, high) pair")
+
+
+_LIBRARY_CHECKS = {"kornia": _check_kornia_call, "torchvision": _check_torchvision_call,
+                   "albumentationsx": _check_albumentationsx_call}
+
+
 def validate_call(transform: str, library: str, call: Call) -> None:
     """Reject the unit/shape traps that make a library silently do something else (SpecError)."""
-    kw = call.kwargs
     where = f"{transform} ({library} {call.fn})"
-
-    def need_pair(name: str, lo: float = -math.inf, hi: float = math.inf, why: str = "") -> None:
-        v = kw.get(name)
-        if v is None:
-            return
-        if not _pair(v):
-            raise SpecError(f"{where}: {name}={v!r} must be a (low, high) pair{why}")
-        if not (lo <= v[0] and v[1] <= hi):
-            raise SpecError(f"{where}: {name}={v!r} outside [{lo}, {hi}]{why}")
-
-    prefix = {"albumentationsx": "A.", "torchvision": "v2.", "kornia": "K.", "pillow": ("Image", "ImageOps",
-                                                                                        "ImageEnhance")}
-    if library in prefix and not call.fn.startswith(prefix[library]):
+    if library in _LIBRARY_PREFIXES and not call.fn.startswith(_LIBRARY_PREFIXES[library]):
         raise SpecError(f"{where}: {call.fn} is not a {library} name")
-    if library == "kornia":
-        turns = " (Kornia hue is in turns of the hue circle, [-0.5, 0.5]; degrees are out of bounds)"
-        if call.fn in ("K.RandomHue", "K.ColorJitter", "K.ColorJiggle"):
-            need_pair("hue", -0.5, 0.5, turns)
-        if call.fn in ("K.RandomBrightness", "K.RandomContrast", "K.RandomSaturation", "K.ColorJitter",
-                       "K.ColorJiggle"):
-            for name in ("brightness", "contrast", "saturation"):
-                need_pair(name, 0.0, 10.0, " (a Kornia scalar is a range around 1, not a factor)")
-        if call.fn == "K.RandomPosterize":
-            need_pair("bits", 0, 8, " (a scalar x means a random draw from [x, 8])")
-        if call.fn == "K.RandomSharpness":
-            need_pair("sharpness", 0, math.inf, " (a scalar x means a random draw from [0, x])")
-        if call.fn == "K.RandomSolarize":
-            need_pair("thresholds", 0.0, 1.0, " (a scalar x means 0.5 ± x)")
-            need_pair("additions", -0.5, 0.5, " (a scalar x means ±x)")
-        if call.fn == "K.RandomRGBShift":
-            for c in "rgb":
-                need_pair(f"{c}_shift_limit", -1.0, 1.0, " (Kornia shifts are in [0, 1] units, not 0..255)")
-        if call.fn == "K.RandomGaussianNoise" and not 0 <= kw.get("std", 0) <= 1:
-            raise SpecError(f"{where}: std={kw['std']!r} must be in [0, 1] units")
-        if call.fn == "K.RandomJPEG":
-            need_pair("jpeg_quality", 1, 100)
-    if library == "torchvision":
-        if call.fn == "v2.RandomSolarize" and not 1 < kw.get("threshold", 0) <= 255:
-            raise SpecError(f"{where}: threshold={kw.get('threshold')!r} must be in uint8 units (1, 255] -- "
-                            "a fraction on a uint8 tensor inverts every pixel")
-        if call.fn in ("v2.ColorJitter", "v2.RandomPhotometricDistort"):
-            need_pair("hue", -0.5, 0.5, " (turns of the hue circle)")
-    if library == "albumentationsx":
-        if call.fn == "A.HueSaturationValue":
-            need_pair("hue_shift_range", -180, 180)
-        if call.fn == "A.Solarize":
-            need_pair("threshold_range", 0.0, 1.0, " (AlbumentationsX takes a fraction of the range)")
-        for name, v in kw.items():
-            if name.endswith("_range") and isinstance(v, tuple) and not _pair(v):
-                raise SpecError(f"{where}: {name}={v!r} must be a non-decreasing (low, high) pair")
+    check = _LIBRARY_CHECKS.get(library)
+    if check is not None:
+        check(where, call)
 
 
 # --------------------------------------------------------------------------------------------- geometry
@@ -993,7 +1018,7 @@ def render_markdown() -> str:
         "# augbench: transforms, canonical parameters and per-library calls",
         "",
         "Generated by `bench_assets.augbench.transform_specs.render_markdown()`; do not edit by hand",
-        "(`tests/test_augbench_adapters.py` checks this file is current). Which library is measured for which",
+        "(`tests/augbench/test_adapters.py` checks this file is current). Which library is measured for which",
         "transform comes from `bench_assets/augbench/data/paper_transform_sets.csv`: a cell shows the exact call when",
         "the CSV lists the library for micro runs, `(DataLoader only)` when only for the DataLoader recipe, and `—`",
         "when not at all (the adapter reports it `unsupported`). Names: `A` = `albumentations` (AlbumentationsX),",

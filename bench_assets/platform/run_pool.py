@@ -95,6 +95,19 @@ def _start_worker(home: Path, load: Callable[[], Any]) -> _Worker:
     return _Worker(process, parent)
 
 
+def _hand_out(pending: deque[PoolRun], pool: list[_Worker], workers: int, start: Callable[[], _Worker]) -> None:
+    """Give the next runs to idle workers, in order, starting workers up to the limit."""
+    while pending:
+        worker = next((w for w in pool if w.run is None), None)
+        if worker is None:
+            if len(pool) >= max(1, workers):
+                return
+            worker = start()
+            pool.append(worker)
+        worker.run, worker.started = pending.popleft(), time.monotonic()
+        worker.conn.send(worker.run)
+
+
 def run_all(runs: Iterable[PoolRun], *, workers: int, home: Path, load: Callable[[], Any],
             on_result: Callable[[PoolResult], None] | None = None) -> list[PoolResult]:
     """Execute every run, at most `workers` at once, in order; `load` (picklable: a module-level function)
@@ -113,15 +126,7 @@ def run_all(runs: Iterable[PoolRun], *, workers: int, home: Path, load: Callable
 
     try:
         while pending or any(w.run for w in pool):
-            while pending:  # hand the next runs to idle workers, starting workers up to the limit
-                worker = next((w for w in pool if w.run is None), None)
-                if worker is None:
-                    if len(pool) >= max(1, workers):
-                        break
-                    worker = _start_worker(home, load)
-                    pool.append(worker)
-                worker.run, worker.started = pending.popleft(), time.monotonic()
-                worker.conn.send(worker.run)
+            _hand_out(pending, pool, workers, lambda: _start_worker(home, load))
             busy = [w for w in pool if w.run is not None]
             ready = multiprocessing.connection.wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
             for w in busy:

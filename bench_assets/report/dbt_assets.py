@@ -546,16 +546,11 @@ def _check_result(build: _Build, check: _CheckNode, r: Mapping[str, Any]) -> "dg
         metadata=metadata)
 
 
-def _define_report_dbt_assets() -> "dg.AssetsDefinition | None":
+def _asset_specs(graph: _ReportGraph) -> "list[dg.AssetSpec]":
+    """One Dagster AssetSpec per dbt model: lineage, code version, column schema and relation."""
     import dagster as dg
 
-    from resources.bench_home import BenchHome
-
-    manifest = _manifest_for_definitions()
-    if manifest is None:
-        return None
-    graph = _report_graph(_load_manifest(manifest))
-    asset_specs = [
+    return [
         dg.AssetSpec(
             key=dg.AssetKey(list(s["key"])), deps=[dg.AssetKey(list(d)) for d in s["deps"]],
             description=s["description"], group_name=GROUP, kinds={"dbt", "duckdb"}, code_version=s["code_version"],
@@ -570,10 +565,49 @@ def _define_report_dbt_assets() -> "dg.AssetsDefinition | None":
                 **({"dbt/materialized": s["materialized"]} if s["materialized"] else {}),
             })
         for s in graph.specs]
-    check_specs = [dg.AssetCheckSpec(c.check_name, asset=dg.AssetKey(list(c.key)), description=c.description,
-                                     additional_deps=[dg.AssetKey(list(d)) for d in c.deps], blocking=False,
-                                     metadata={"dbt/unique_id": c.unique_id})
-                   for c in graph.checks.values()]
+
+
+def _check_specs(graph: _ReportGraph) -> "list[dg.AssetCheckSpec]":
+    """One non-blocking Dagster AssetCheckSpec per dbt test, on the model it tests."""
+    import dagster as dg
+
+    return [dg.AssetCheckSpec(c.check_name, asset=dg.AssetKey(list(c.key)), description=c.description,
+                              additional_deps=[dg.AssetKey(list(d)) for d in c.deps], blocking=False,
+                              metadata={"dbt/unique_id": c.unique_id})
+            for c in graph.checks.values()]
+
+
+def _materializations(results: list[dict[str, Any]], selected_assets: set[_AssetNode],
+                      counts: dict[str, int]) -> "Iterator[dg.MaterializeResult]":
+    """A MaterializeResult for each selected model dbt built successfully: its run time and, for a table,
+    its row count in the published report."""
+    import dagster as dg
+
+    assets = {a.unique_id: a for a in selected_assets}
+    for r in results:
+        asset = assets.get(r.get("unique_id"))
+        if asset is None or r.get("status") != "success":
+            continue
+        metadata: dict[str, Any] = {"execution_time_s": dg.MetadataValue.float(
+            round(float(r.get("execution_time") or 0.0), 3))}
+        if asset.table in counts:  # tables; a view has no stored rows to count
+            metadata["dagster/row_count"] = dg.MetadataValue.int(counts[asset.table])
+        yield dg.MaterializeResult(asset_key=dg.AssetKey(list(asset.key)), metadata=metadata)
+
+
+def _define_report_dbt_assets() -> "dg.AssetsDefinition | None":
+    """The multi-asset `report_dbt_assets` (every dbt model an asset, every test a check of it), or None when
+    the manifest may be absent (`load_without_preparing`) and is."""
+    import dagster as dg
+
+    from resources.bench_home import BenchHome
+
+    manifest = _manifest_for_definitions()
+    if manifest is None:
+        return None
+    graph = _report_graph(_load_manifest(manifest))
+    asset_specs = _asset_specs(graph)
+    check_specs = _check_specs(graph)
     asset_by_key = {dg.AssetKey(list(a.key)): a for a in graph.assets.values()}
     check_by_key = {dg.AssetCheckKey(dg.AssetKey(list(c.key)), c.check_name): c for c in graph.checks.values()}
 
@@ -601,16 +635,7 @@ def _define_report_dbt_assets() -> "dg.AssetsDefinition | None":
             # Checks only (no model selected) changed nothing: the live report stays as it is.
             counts = build.publish() if selected_assets else {}
         # Held back until the file is in place: a model is materialized when readers can see it.
-        assets = {a.unique_id: a for a in selected_assets}
-        for r in results:
-            asset = assets.get(r.get("unique_id"))
-            if asset is None or r.get("status") != "success":
-                continue
-            metadata: dict[str, Any] = {"execution_time_s": dg.MetadataValue.float(
-                round(float(r.get("execution_time") or 0.0), 3))}
-            if asset.table in counts:  # tables; a view has no stored rows to count
-                metadata["dagster/row_count"] = dg.MetadataValue.int(counts[asset.table])
-            yield dg.MaterializeResult(asset_key=dg.AssetKey(list(asset.key)), metadata=metadata)
+        yield from _materializations(results, selected_assets, counts)
         yield from check_results
 
     return report_dbt_assets

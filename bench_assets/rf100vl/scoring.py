@@ -364,17 +364,33 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
     if not dets:
         return _DetArrays.empty((empty_predictions_warning(source, len(image_ids)),))
     n = len(dets)
-    problems: list[str] = []
+    img, cat, scores, boxes = _detection_columns(dets, source)
+    not_int_img = _non_int(img)
+    problems = _image_id_problems(img, not_int_img, image_ids, n)
+    problems += _category_id_problems(cat, cat_ids, n)
+    score_arr, score_problems = _score_column(scores, n)
+    problems += score_problems
+    bbox_arr, box_problems = _bbox_column(boxes, n)
+    problems += box_problems
+    if not not_int_img:  # counting per image needs the ids to be integers
+        problems += _max_det_problems(img, max_det)
+    if problems:
+        raise PredictionsInvalid(source, problems)
+    return _DetArrays(np.asarray(img, dtype=np.int64), np.asarray(cat, dtype=np.int64), score_arr, bbox_arr)
+
+
+def _detection_columns(dets: list[Any], source: str) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """The image_id, category_id, score and bbox values in file order, or `PredictionsInvalid` when an entry
+    is not a JSON object or lacks one of those keys."""
+    n = len(dets)
     if not set(map(type, dets)) <= {dict}:
         not_obj = [i for i, d in enumerate(dets) if type(d) is not dict]
         raise PredictionsInvalid(source, [
             f"{len(not_obj)} of {n} entries are not JSON objects (indices {_fmt_examples(not_obj)}); "
             "fix: each detection is {image_id, category_id, bbox, score}"])
     try:
-        img = list(map(itemgetter("image_id"), dets))
-        cat = list(map(itemgetter("category_id"), dets))
-        scores = list(map(itemgetter("score"), dets))
-        boxes = list(map(itemgetter("bbox"), dets))
+        return (list(map(itemgetter("image_id"), dets)), list(map(itemgetter("category_id"), dets)),
+                list(map(itemgetter("score"), dets)), list(map(itemgetter("bbox"), dets)))
     except KeyError:
         incomplete = [i for i, d in enumerate(dets) if not _REQUIRED_DET_KEYS <= d.keys()]
         examples = [f"[{i}] missing {sorted(_REQUIRED_DET_KEYS - dets[i].keys())}" for i in incomplete]
@@ -382,7 +398,10 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
             f"{len(incomplete)} of {n} detections lack required keys: {_fmt_examples(examples)}; "
             "fix: every detection needs image_id, category_id, bbox and score"]) from None
 
-    not_int_img = _non_int(img)
+
+def _image_id_problems(img: list[Any], not_int_img: list[int], image_ids: set[int], n: int) -> list[str]:
+    """image_id values that are not JSON integers (`not_int_img`) or name no image of the ground truth."""
+    problems = []
     if not_int_img:
         problems.append(_type_problem(
             [(f"[{i}].image_id", _kind(img[i])) for i in not_int_img[:_EXAMPLES]], len(not_int_img), n,
@@ -394,6 +413,12 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
             f"image_id: {len(bad_img)} detections name {len(unknown)} image id(s) absent from the ground truth's "
             f"images: {_fmt_examples(unknown)} (first at indices {_fmt_examples(bad_img)}); fix: predict on the "
             "ground truth's split and copy its images[].id")
+    return problems
+
+
+def _category_id_problems(cat: list[Any], cat_ids: set[int], n: int) -> list[str]:
+    """category_id values that are not JSON integers or name no category of the ground truth."""
+    problems = []
     not_int_cat = _non_int(cat)
     if not_int_cat:
         problems.append(_type_problem(
@@ -406,8 +431,14 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
             f"category_id: {len(bad_cat)} detections name {len(unknown)} category id(s) absent from the ground "
             f"truth's categories {sorted(cat_ids)}: {_fmt_examples(unknown)} (first at indices "
             f"{_fmt_examples(bad_cat)}); fix: map model classes to the canonical (contiguous from 0) category ids")
+    return problems
 
+
+def _score_column(scores: list[Any], n: int) -> tuple[np.ndarray, list[str]]:
+    """The scores as a float64 array (empty unless every score is a JSON number) and what is wrong with them:
+    values that are not JSON numbers, or not finite in [0, 1]."""
     score_fix = "write the post-sigmoid confidence as a JSON number in [0, 1]"
+    problems = []
     score_arr = np.zeros(0)
     if set(map(type, scores)) <= set(NUMBER_TYPES):
         score_arr = np.asarray(scores, dtype=np.float64)
@@ -422,7 +453,13 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
         examples = [f"[{i}] {_json_text(scores[i])}" for i in bad_score]
         problems.append(f"score: {len(bad_score)} detections have a score that is not a finite number in [0, 1]: "
                         f"{_fmt_examples(examples)}; fix: {score_fix}")
+    return score_arr, problems
 
+
+def _bbox_column(boxes: list[Any], n: int) -> tuple[np.ndarray, list[str]]:
+    """The boxes as an (n, 4) float64 array and what is wrong with them: not 4 finite JSON numbers, or a
+    negative width or height."""
+    problems = []
     arr, _ = _bbox_array(boxes)  # NaN rows where a box is not a list of 4 JSON numbers (str, bool, null)
     finite = np.isfinite(arr).all(axis=1)
     bad_box = np.flatnonzero(~finite).tolist()
@@ -438,18 +475,18 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
         problems.append(
             f"bbox: {len(negative)} detections have a negative width or height: {_fmt_examples(examples)}; "
             "fix: bbox is [x, y, width, height] (COCO xywh), not [x1, y1, x2, y2]")
+    return arr, problems
 
-    if not not_int_img:  # counting per image needs the ids to be integers
-        over = sorted(((k, i) for i, k in Counter(img).items() if k > max_det), key=lambda t: (-t[0], t[1]))
-        if over:
-            examples = [f"image {i}: {k}" for k, i in over]
-            problems.append(
-                f"the file violates the protocol: {len(over)} image(s) carry more than max_det={max_det} "
-                f"detections (most first: {_fmt_examples(examples)}); fix: keep at most the {max_det} "
-                "highest-scoring detections per image (all classes together) when writing predictions")
-    if problems:
-        raise PredictionsInvalid(source, problems)
-    return _DetArrays(np.asarray(img, dtype=np.int64), np.asarray(cat, dtype=np.int64), score_arr, arr)
+
+def _max_det_problems(img: list[int], max_det: int) -> list[str]:
+    """The images carrying more than `max_det` detections (all classes together), most first."""
+    over = sorted(((k, i) for i, k in Counter(img).items() if k > max_det), key=lambda t: (-t[0], t[1]))
+    if not over:
+        return []
+    examples = [f"image {i}: {k}" for k, i in over]
+    return [f"the file violates the protocol: {len(over)} image(s) carry more than max_det={max_det} "
+            f"detections (most first: {_fmt_examples(examples)}); fix: keep at most the {max_det} "
+            "highest-scoring detections per image (all classes together) when writing predictions"]
 
 
 def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str, Any]:
@@ -462,21 +499,12 @@ def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str
     """
     if not isinstance(gt, dict):
         raise GroundTruthInvalid(source, [f"top level is a JSON {type(gt).__name__}, not a COCO object"])
-    problems: list[str] = []
-    for key in ("images", "categories", "annotations"):
-        if not isinstance(gt.get(key), list):
-            problems.append(f"{key}: missing or not a list; fix: use the canonical _annotations.coco.json")
+    problems = [f"{key}: missing or not a list; fix: use the canonical _annotations.coco.json"
+                for key in ("images", "categories", "annotations") if not isinstance(gt.get(key), list)]
     if problems:
         raise GroundTruthInvalid(source, problems)
     images, cats, anns = gt["images"], gt["categories"], gt["annotations"]
-    for key, items in (("images", images), ("categories", cats)):
-        ids = [x.get("id") if isinstance(x, dict) else None for x in items]
-        bad = [repr(v) for v in ids if type(v) is not int]
-        if bad:
-            problems.append(f"{key}[].id: {len(bad)} ids are not integers: {_fmt_examples(bad)}")
-        dup = sorted(v for v, n in Counter(v for v in ids if type(v) is int).items() if n > 1)
-        if dup:
-            problems.append(f"{key}[].id: duplicated ids {_fmt_examples(dup)}")
+    problems = _gt_id_problems("images", images) + _gt_id_problems("categories", cats)
     if not images:
         problems.append("images: empty; nothing to score")
     if problems:
@@ -484,6 +512,29 @@ def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str
     if not all(type(a) is dict for a in anns):
         raise GroundTruthInvalid(source, ["annotations: every entry must be a JSON object"])
     image_ids, cat_ids = _gt_index(gt)
+    problems = [*_annotation_id_problems(anns), *_annotation_reference_problems(anns, image_ids, cat_ids),
+                *_annotation_box_problems(anns), *_annotation_crowd_problems(anns)]
+    if problems:
+        raise GroundTruthInvalid(source, problems)
+    return gt
+
+
+def _gt_id_problems(key: str, items: list[Any]) -> list[str]:
+    """The ids of `images` or `categories` that are not integers, or are duplicated."""
+    problems = []
+    ids = [x.get("id") if isinstance(x, dict) else None for x in items]
+    bad = [repr(v) for v in ids if type(v) is not int]
+    if bad:
+        problems.append(f"{key}[].id: {len(bad)} ids are not integers: {_fmt_examples(bad)}")
+    dup = sorted(v for v, n in Counter(v for v in ids if type(v) is int).items() if n > 1)
+    if dup:
+        problems.append(f"{key}[].id: duplicated ids {_fmt_examples(dup)}")
+    return problems
+
+
+def _annotation_id_problems(anns: list[dict[str, Any]]) -> list[str]:
+    """Annotation ids that are 0 (the backends' "unmatched" marker), not non-negative integers, or duplicated."""
+    problems = []
     ann_ids = [a.get("id") for a in anns]
     zero = [i for i, v in enumerate(ann_ids) if v == 0 and type(v) is int]
     if zero:
@@ -497,6 +548,12 @@ def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str
     dup = sorted(v for v, n in Counter(v for v in ann_ids if type(v) is int).items() if n > 1)
     if dup:
         problems.append(f"annotations[].id: {len(dup)} duplicated ids: {_fmt_examples(dup)}; fix: renumber from 1")
+    return problems
+
+
+def _annotation_reference_problems(anns: list[dict[str, Any]], image_ids: set[int], cat_ids: set[int]) -> list[str]:
+    """Annotations whose image_id or category_id names no image or category of the document."""
+    problems = []
     bad_img = [a.get("id") for a in anns if type(a.get("image_id")) is not int or a.get("image_id") not in image_ids]
     if bad_img:
         problems.append(f"annotations[].image_id: {len(bad_img)} annotations name unknown images "
@@ -506,6 +563,13 @@ def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str
     if bad_cat:
         problems.append(f"annotations[].category_id: {len(bad_cat)} annotations name unknown categories "
                         f"(annotation ids {_fmt_examples(bad_cat)})")
+    return problems
+
+
+def _annotation_box_problems(anns: list[dict[str, Any]]) -> list[str]:
+    """Annotations whose bbox is not [x, y, w, h] of finite numbers with w, h >= 0, or whose area is not a
+    finite number >= 0 (COCOeval sizes boxes by area)."""
+    problems = []
     arr, malformed = _bbox_array([a.get("bbox") for a in anns])
     with np.errstate(invalid="ignore"):
         bad_box = ~np.isfinite(arr).all(axis=1) | (arr[:, 2] < 0) | (arr[:, 3] < 0)
@@ -519,13 +583,16 @@ def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str
     if bad_area:
         problems.append(f"annotations[].area: {len(bad_area)} annotations lack a finite area >= 0 (annotation ids "
                         f"{_fmt_examples(bad_area)}); COCOeval sizes boxes by area; fix: area = bbox w * h")
+    return problems
+
+
+def _annotation_crowd_problems(anns: list[dict[str, Any]]) -> list[str]:
+    """Annotations whose iscrowd is not the integer 0 or 1."""
     bad_crowd = [a.get("id") for a in anns if a.get("iscrowd", 0) not in (0, 1) or type(a.get("iscrowd", 0)) is not int]
-    if bad_crowd:
-        problems.append(f"annotations[].iscrowd: {len(bad_crowd)} annotations have iscrowd other than 0/1 "
-                        f"(annotation ids {_fmt_examples(bad_crowd)})")
-    if problems:
-        raise GroundTruthInvalid(source, problems)
-    return gt
+    if not bad_crowd:
+        return []
+    return [f"annotations[].iscrowd: {len(bad_crowd)} annotations have iscrowd other than 0/1 "
+            f"(annotation ids {_fmt_examples(bad_crowd)})"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -614,7 +681,6 @@ def _run_fast(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArra
     ids are 1..n in file order and area = w * h, as `COCO.loadRes` assigns them.
     """
     import faster_coco_eval.faster_eval_api_cpp as _C
-    from faster_coco_eval.core import mask as mask_utils
     from faster_coco_eval.core.cocoeval import Params
 
     t0 = time.perf_counter()
@@ -637,16 +703,7 @@ def _run_fast(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArra
         dt_dataset.append_ref(img, cat, {"id": i + 1, "score": sc, "area": ar})
     t1 = time.perf_counter()
 
-    ious: list[list[Any]] = [[[] for _ in range(n_cat)] for _ in p.imgIds]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64)
-    ends = np.r_[starts[1:], key.size] if key.size else np.zeros(0, np.int64)
-    for s0, e0, k in zip(starts.tolist(), ends.tolist(), key[starts].tolist(), strict=True):
-        pair = (p.imgIds[k // n_cat], p.catIds[k % n_cat])
-        gt_boxes = fast_gt.boxes.get(pair)
-        if gt_boxes is None:
-            continue
-        rows = order[s0:min(e0, s0 + cut)]
-        ious[k // n_cat][k % n_cat] = mask_utils.iou(arrays.bbox[rows], gt_boxes, fast_gt.crowd[pair])
+    ious = _pair_ious(p.imgIds, p.catIds, fast_gt, arrays.bbox, order, key, cut)
     evals = _C.COCOevalEvaluateImages(p.areaRng, cut, p.iouThrs, ious, fast_gt.dataset, dt_dataset, p.imgIds,
                                       p.catIds, True)
     t2 = time.perf_counter()
@@ -654,6 +711,28 @@ def _run_fast(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArra
     t3 = time.perf_counter()
     seconds.update(load=t1 - t0, evaluate=t2 - t1, accumulate=t3 - t2)
     return accumulated, p
+
+
+def _pair_ious(img_ids: list[int], cat_ids: list[int], fast_gt: _FastGT, bbox: np.ndarray, order: np.ndarray,
+               key: np.ndarray, cut: int) -> list[list[Any]]:
+    """IoU matrices per (image, category), as `COCOevalEvaluateImages` takes them: `[image][category]`, empty
+    where the pair has no ground truth or no detection. `order` sorts the detections by (image, category,
+    score descending), `key` is image position * len(cat_ids) + category position in that order, and each
+    pair keeps its `cut` highest-scoring detections."""
+    from faster_coco_eval.core import mask as mask_utils
+
+    n_cat = len(cat_ids)
+    ious: list[list[Any]] = [[[] for _ in range(n_cat)] for _ in img_ids]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], key.size] if key.size else np.zeros(0, np.int64)
+    for s0, e0, k in zip(starts.tolist(), ends.tolist(), key[starts].tolist(), strict=True):
+        pair = (img_ids[k // n_cat], cat_ids[k % n_cat])
+        gt_boxes = fast_gt.boxes.get(pair)
+        if gt_boxes is None:
+            continue
+        rows = order[s0:min(e0, s0 + cut)]
+        ious[k // n_cat][k % n_cat] = mask_utils.iou(bbox[rows], gt_boxes, fast_gt.crowd[pair])
+    return ious
 
 
 def _dt_annotations(dets: list[dict[str, Any]]) -> list[dict[str, Any]]:

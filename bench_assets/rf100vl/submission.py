@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import json
 import platform
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bench_assets.platform.provenance import source_tree
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT, current_score
-from bench_assets.rf100vl.models import read_entry
+from bench_assets.rf100vl.models import ModelEntry, read_entry
 from bench_assets.rf100vl.recipes import PROTOCOL_VERSION, recipe_path
 from bench_assets.rf100vl.runplan import parse_model
 from bench_assets.rf100vl.store import current_version, load_record
@@ -132,6 +133,159 @@ def protocol_reasons(*, split: str, n_datasets: int, expected: int, nms_iou: flo
     return reasons
 
 
+@dataclass
+class _CampaignScores:
+    """What the current score records and run stats of a campaign's datasets say, gathered in name order."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)  # one submission entry per scored dataset
+    versions: dict[str, str] = field(default_factory=dict)  # dataset -> the version it was scored on
+    lock_reasons: list[str] = field(default_factory=list)  # datasets with no stored version lock
+    recipe_shas: set[str] = field(default_factory=set)
+    conformant: bool = True
+    nonconformities: set[str] = field(default_factory=set)
+    missing: list[str] = field(default_factory=list)  # datasets with no score record
+    stale: list[str] = field(default_factory=list)  # scored on another version than the lock says
+    hardware: dict[str, Any] = field(default_factory=dict)  # of the last run with stats
+    software: dict[str, Any] = field(default_factory=dict)
+
+    def note_run_stats(self, stats: dict[str, Any]) -> None:
+        """Fold in one training run's recipe conformance, device and library versions."""
+        self.conformant = self.conformant and bool(stats["recipe"]["conformant"])
+        self.nonconformities.update(stats["recipe"].get("nonconformities") or [])
+        self.hardware = {"device": stats["device"]["device"], "platform": platform.platform()}
+        self.software = dict(stats.get("capabilities") or {})
+
+
+def _campaign_datasets(entry: ModelEntry) -> list[str]:
+    """The datasets a registered model's campaign covers: its suite's members, else its own list."""
+    if entry.suite:
+        from bench_assets.rf100vl.catalog import suite_members
+
+        return suite_members(entry.suite)
+    return list(entry.datasets)
+
+
+def _current_run_stats(run_dir: Path) -> dict[str, Any] | None:
+    """stats.json of the run that runs/<model>/<dataset>/CURRENT names, or None."""
+    pointer = run_dir / "CURRENT"
+    if not pointer.exists():
+        return None
+    stats_file = run_dir / pointer.read_text().strip() / "stats.json"
+    return json.loads(stats_file.read_text()) if stats_file.exists() else None
+
+
+def _dataset_row(name: str, rec: dict[str, Any], stats: dict[str, Any] | None) -> dict[str, Any]:
+    """The submission entry of one scored dataset; `_metrics` (all metrics) is removed once averaged."""
+    pin = rec["prediction_inputs"]
+    m = rec["metrics"]
+    return {
+        "dataset": name, "domain": domain_of(name), "num_images": rec["num_images"],
+        "num_classes": stats["data"]["num_classes"] if stats else None,
+        "dataset_version": rec["dataset_version"], "weights_sha256": pin["weights_sha256"],
+        "mAP_50": m["mAP50"], "mAP_50_95": m["mAP50_95"], "mAP_75": m["mAP75"], "AR100": m["AR100"],
+        "AR_max_det": m["AR_max_det"], "wall_seconds": stats["wall_seconds"] if stats else None,
+        "best_epoch": stats["best_epoch"] if stats else None,
+        "valid_mAP_50_95": stats["valid_mAP50_95"] if stats else None,
+        "split": rec["split"], "conf": pin["conf"], "nms_iou": pin["iou"], "max_det": pin["max_det"],
+        "_metrics": m,
+    }
+
+
+def _collect_scores(home: Path, model: str, wanted: list[str]) -> _CampaignScores:
+    """Read the current score, run stats and dataset lock of every wanted dataset, in name order."""
+    scores = _CampaignScores()
+    datasets_dir = home / "datasets"
+    for name in sorted(wanted):
+        rec = current_score(home, model, name)
+        if rec is None:
+            scores.missing.append(name)
+            continue
+        stats = _current_run_stats(home / "runs" / model / name)
+        lock_version = current_version(datasets_dir, name)
+        if lock_version is None or load_record(datasets_dir, name, lock_version) is None:
+            scores.lock_reasons.append(f"{name}: no version lock stored for the dataset")
+        elif lock_version != rec["dataset_version"]:
+            scores.stale.append(f"{name} (scored {rec['dataset_version']}, lock says {lock_version})")
+        scores.recipe_shas.add(rec["prediction_inputs"]["recipe_sha256"])
+        if stats is not None:
+            scores.note_run_stats(stats)
+        scores.versions[name] = rec["dataset_version"]
+        scores.rows.append(_dataset_row(name, rec, stats))
+    return scores
+
+
+def _scored_settings(rows: list[dict[str, Any]]) -> dict[str, set[Any]]:
+    """The distinct split, NMS IoU, max_det and conf the rows were scored with (the protocol's when no rows)."""
+    return {"split": {r["split"] for r in rows} or {SPLIT},
+            "nms_iou": {r["nms_iou"] for r in rows} or {NMS_IOU},
+            "max_det": {r["max_det"] for r in rows} or {MAX_DET},
+            "conf": {r["conf"] for r in rows} or {CONF}}
+
+
+def _campaign_reasons(scores: _CampaignScores, settings: dict[str, set[Any]], n_wanted: int) -> list[str]:
+    """Why the scored campaign breaks the leaderboard protocol (settings, coverage, versions, recipe)."""
+    reasons = [f"scored on split {split!r}, the leaderboard requires {SPLIT!r}"
+               for split in sorted(settings["split"] - {SPLIT})]
+    if len(scores.rows) != EXPECTED_DATASETS:
+        reasons.append(f"{len(scores.rows)} datasets scored, the leaderboard requires exactly {EXPECTED_DATASETS}")
+    missing = scores.missing
+    if missing:
+        reasons.append(f"{len(missing)} of the campaign's {n_wanted} datasets have no score: "
+                       f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}")
+    reasons += [f"NMS IoU {iou}, the protocol requires {NMS_IOU}"
+                for iou in sorted(settings["nms_iou"]) if abs(iou - NMS_IOU) > 1e-9]
+    reasons += [f"max_det {md}, the protocol requires {MAX_DET}" for md in sorted(settings["max_det"]) if md != MAX_DET]
+    reasons += [f"conf {c}, the protocol requires {CONF}" for c in sorted(settings["conf"]) if abs(c - CONF) > 1e-12]
+    if scores.stale:
+        reasons.append(f"dataset versions differ from the stored lock: {', '.join(scores.stale)}")
+    if len(scores.recipe_shas) > 1:
+        reasons.append("mixed recipe hashes across datasets: "
+                       f"{', '.join(sorted(s[:12] for s in scores.recipe_shas))}")
+    if not scores.conformant:
+        reasons.append(f"non-conformant recipe: {'; '.join(sorted(scores.nonconformities))}")
+    return reasons
+
+
+def _source_tree_reasons(tree: dict[str, Any]) -> list[str]:
+    """Why the source tree the campaign ran from does not make it reproducible (dirty, or no commit)."""
+    if tree.get("dirty"):
+        return [f"dirty source tree at {str(tree.get('commit'))[:12]}: {', '.join(tree['changed_files'][:5])}"]
+    if tree.get("commit") is None:
+        return ["source tree commit unknown (not a git checkout); the run is not reproducible"]
+    return []
+
+
+def _accuracy_means(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The headline accuracy block (unweighted means over datasets); strips each row's `_metrics`."""
+    accuracy = {out: _mean([r["_metrics"][src] for r in rows]) for src, out in ACCURACY_FIELDS.items()}
+    for r in rows:
+        del r["_metrics"]
+    return accuracy
+
+
+def _train_runtime(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    walls = [r["wall_seconds"] for r in rows if r["wall_seconds"] is not None]
+    return {"train_wall_seconds_total": sum(walls) if walls else None,
+            "train_wall_seconds_median": sorted(walls)[len(walls) // 2] if walls else None}
+
+
+def _rf100vl_block(scores: _CampaignScores, reasons: list[str]) -> dict[str, Any]:
+    """The `rf100vl` block: protocol, hashes, the computed validity and the per-dataset entries."""
+    recipe_shas = sorted(scores.recipe_shas)
+    return {
+        "regime": "fine-tune",
+        "aggregation": AGGREGATION,
+        "protocol": {"version": PROTOCOL_VERSION, "nms_iou": NMS_IOU, "max_det": MAX_DET,
+                     "expected_datasets": EXPECTED_DATASETS},
+        "dataset_versions_sha256": dataset_versions_sha256(scores.versions),
+        "recipe_sha256": recipe_shas[0] if len(recipe_shas) == 1 else recipe_shas,
+        "valid_submission": not reasons,
+        "invalid_reasons": list(dict.fromkeys(reasons)),
+        "domain_means": domain_means(scores.rows),
+        "datasets": scores.rows,
+    }
+
+
 def build_submission(home: Path, model: str, *, now: str | None = None,
                      tree: dict[str, Any] | None = None) -> dict[str, Any]:
     """The va.submission.v1 document of `model` over the datasets of its campaign (the model registry)."""
@@ -140,126 +294,35 @@ def build_submission(home: Path, model: str, *, now: str | None = None,
         raise SubmissionError(f"{home / 'models' / (model + '.json')}: model {model!r} is not registered; "
                               f"run `bench campaign --model {model} --suite ...` first")
     key = parse_model(model)
-    if entry.suite:
-        from bench_assets.rf100vl.catalog import suite_members
-
-        wanted = suite_members(entry.suite)
-    else:
-        wanted = list(entry.datasets)
-    datasets_dir = home / "datasets"
-    rows, versions, reasons = [], {}, []
-    recipe_shas, conformant, nonconformities = set(), True, set()
-    missing, stale = [], []
-    hardware: dict[str, Any] = {}
-    software: dict[str, Any] = {}
-    for name in sorted(wanted):
-        rec = current_score(home, model, name)
-        if rec is None:
-            missing.append(name)
-            continue
-        run_dir = home / "runs" / model / name
-        pointer = run_dir / "CURRENT"
-        stats = None
-        if pointer.exists():
-            stats_file = run_dir / pointer.read_text().strip() / "stats.json"
-            stats = json.loads(stats_file.read_text()) if stats_file.exists() else None
-        lock_version = current_version(datasets_dir, name)
-        if lock_version is None or load_record(datasets_dir, name, lock_version) is None:
-            reasons.append(f"{name}: no version lock stored for the dataset")
-        elif lock_version != rec["dataset_version"]:
-            stale.append(f"{name} (scored {rec['dataset_version']}, lock says {lock_version})")
-        pin = rec["prediction_inputs"]
-        recipe_shas.add(pin["recipe_sha256"])
-        if stats is not None:
-            conformant = conformant and bool(stats["recipe"]["conformant"])
-            nonconformities.update(stats["recipe"].get("nonconformities") or [])
-            hardware = {"device": stats["device"]["device"], "platform": platform.platform()}
-            software = dict(stats.get("capabilities") or {})
-        versions[name] = rec["dataset_version"]
-        m = rec["metrics"]
-        rows.append({
-            "dataset": name, "domain": domain_of(name), "num_images": rec["num_images"],
-            "num_classes": stats["data"]["num_classes"] if stats else None,
-            "dataset_version": rec["dataset_version"], "weights_sha256": pin["weights_sha256"],
-            "mAP_50": m["mAP50"], "mAP_50_95": m["mAP50_95"], "mAP_75": m["mAP75"], "AR100": m["AR100"],
-            "AR_max_det": m["AR_max_det"], "wall_seconds": stats["wall_seconds"] if stats else None,
-            "best_epoch": stats["best_epoch"] if stats else None,
-            "valid_mAP_50_95": stats["valid_mAP50_95"] if stats else None,
-            "split": rec["split"], "conf": pin["conf"], "nms_iou": pin["iou"], "max_det": pin["max_det"],
-            "_metrics": m,
-        })
-    splits = {r["split"] for r in rows} or {SPLIT}
-    ious = {r["nms_iou"] for r in rows} or {NMS_IOU}
-    max_dets = {r["max_det"] for r in rows} or {MAX_DET}
-    confs = {r["conf"] for r in rows} or {CONF}
-    for split in sorted(splits - {SPLIT}):
-        reasons.append(f"scored on split {split!r}, the leaderboard requires {SPLIT!r}")
-    if len(rows) != EXPECTED_DATASETS:
-        reasons.append(f"{len(rows)} datasets scored, the leaderboard requires exactly {EXPECTED_DATASETS}")
-    if missing:
-        reasons.append(f"{len(missing)} of the campaign's {len(wanted)} datasets have no score: "
-                       f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}")
-    for iou in sorted(ious):
-        if abs(iou - NMS_IOU) > 1e-9:
-            reasons.append(f"NMS IoU {iou}, the protocol requires {NMS_IOU}")
-    for md in sorted(max_dets):
-        if md != MAX_DET:
-            reasons.append(f"max_det {md}, the protocol requires {MAX_DET}")
-    for c in sorted(confs):
-        if abs(c - CONF) > 1e-12:
-            reasons.append(f"conf {c}, the protocol requires {CONF}")
-    if stale:
-        reasons.append(f"dataset versions differ from the stored lock: {', '.join(stale)}")
-    if len(recipe_shas) > 1:
-        reasons.append(f"mixed recipe hashes across datasets: {', '.join(sorted(s[:12] for s in recipe_shas))}")
-    if not conformant:
-        reasons.append(f"non-conformant recipe: {'; '.join(sorted(nonconformities))}")
+    wanted = _campaign_datasets(entry)
+    scores = _collect_scores(home, model, wanted)
+    settings = _scored_settings(scores.rows)
+    reasons = scores.lock_reasons + _campaign_reasons(scores, settings, len(wanted))
     tree = tree if tree is not None else source_tree()
-    if tree.get("dirty"):
-        reasons.append(f"dirty source tree at {str(tree.get('commit'))[:12]}: {', '.join(tree['changed_files'][:5])}")
-    elif tree.get("commit") is None:
-        reasons.append("source tree commit unknown (not a git checkout); the run is not reproducible")
-    accuracy = {out: _mean([r["_metrics"][src] for r in rows]) for src, out in ACCURACY_FIELDS.items()}
-    for r in rows:
-        del r["_metrics"]
-    recipe_sha = sorted(recipe_shas)[0] if len(recipe_shas) == 1 else sorted(recipe_shas)
-    recipe_file = str(recipe_path(key.family, entry.recipe))  # provenance; the hash above is what counts
-    walls = [r["wall_seconds"] for r in rows if r["wall_seconds"] is not None]
+    reasons += _source_tree_reasons(tree)
+    accuracy = _accuracy_means(scores.rows)
+    recipe_file = str(recipe_path(key.family, entry.recipe))  # provenance; the recipe hash is what counts
     return {
         "schema": SCHEMA,
-        "benchmark": {"name": "RF100-VL", "split": sorted(splits)[0], "suite": entry.suite or "custom"},
+        "benchmark": {"name": "RF100-VL", "split": sorted(settings["split"])[0], "suite": entry.suite or "custom"},
         "model": {"name": model, "family": key.family, "size": key.size},
-        "config": {"conf": sorted(confs)[0], "iou": sorted(ious)[0], "max_det": sorted(max_dets)[0]},
-        "hardware": hardware,
-        "software": software,
-        "runtime": {"train_wall_seconds_total": sum(walls) if walls else None,
-                    "train_wall_seconds_median": sorted(walls)[len(walls) // 2] if walls else None},
+        "config": {"conf": sorted(settings["conf"])[0], "iou": sorted(settings["nms_iou"])[0],
+                   "max_det": sorted(settings["max_det"])[0]},
+        "hardware": scores.hardware,
+        "software": scores.software,
+        "runtime": _train_runtime(scores.rows),
         "accuracy": accuracy,
         "eval": {"maxDets": [1, 10, 100, MAX_DET]},
-        "repro": {"datasets": sorted(versions), "versions": versions, "recipe": recipe_file,
+        "repro": {"datasets": sorted(scores.versions), "versions": scores.versions, "recipe": recipe_file,
                   "recipe_variant": entry.recipe, "source_tree": tree, "limits": None},
         "metadata": {"created_at": now or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                      "builder": "bench_assets.rf100vl.submission"},
-        "rf100vl": {
-            "regime": "fine-tune",
-            "aggregation": AGGREGATION,
-            "protocol": {"version": PROTOCOL_VERSION, "nms_iou": NMS_IOU, "max_det": MAX_DET,
-                         "expected_datasets": EXPECTED_DATASETS},
-            "dataset_versions_sha256": dataset_versions_sha256(versions),
-            "recipe_sha256": recipe_sha,
-            "valid_submission": not reasons,
-            "invalid_reasons": list(dict.fromkeys(reasons)),
-            "domain_means": domain_means(rows),
-            "datasets": rows,
-        },
+        "rf100vl": _rf100vl_block(scores, reasons),
     }
 
 
-def check_imported(doc: dict[str, Any], source: str) -> tuple[Submission, list[str]]:
-    """Validate an imported file; return it and the reasons it is not a valid leaderboard entry.
-
-    Raises SubmissionError when the file is malformed or its stated means disagree with its per-dataset
-    entries (a summary that does not follow from its own data is not imported)."""
+def _parse_submission(doc: dict[str, Any], source: str) -> Submission:
+    """The document as a `Submission` of schema va.submission.v1, or SubmissionError naming the first bad field."""
     from pydantic import ValidationError
 
     try:
@@ -271,43 +334,57 @@ def check_imported(doc: dict[str, Any], source: str) -> tuple[Submission, list[s
                               f"({len(exc.errors())} problem(s) in all)") from None
     if sub.schema_ != SCHEMA:
         raise SubmissionError(f"{source}: field schema is {sub.schema_!r}, expected {SCHEMA!r}")
-    rf = sub.rf100vl
-    names = [d.dataset for d in rf.datasets]
+    return sub
+
+
+def _require_distinct_datasets(names: list[str], source: str) -> None:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise SubmissionError(f"{source}: rf100vl.datasets lists {', '.join(dupes)} more than once")
     if not names:
         raise SubmissionError(f"{source}: rf100vl.datasets is empty; nothing to import")
-    entries = [d.model_dump() for d in rf.datasets]
+
+
+def _accuracy_problems(sub: Submission) -> list[str]:
+    """Where the stated headline means (accuracy.mAP_50_95, accuracy.mAP_50) disagree with the datasets'."""
+    datasets = sub.rf100vl.datasets
     problems = []
-    for field, values in (("mAP_50_95", [d.mAP_50_95 for d in rf.datasets]),
-                          ("mAP_50", [d.mAP_50 for d in rf.datasets])):
-        stated = sub.accuracy.get(field)
+    for field_name, values in (("mAP_50_95", [d.mAP_50_95 for d in datasets]),
+                               ("mAP_50", [d.mAP_50 for d in datasets])):
+        stated = sub.accuracy.get(field_name)
         recomputed = _mean(values)
-        if stated is None and field == "mAP_50_95":
+        if stated is None and field_name == "mAP_50_95":
             problems.append("accuracy.mAP_50_95 is missing")
         elif stated is not None and recomputed is not None and abs(stated - recomputed) > MEAN_TOLERANCE:
-            problems.append(f"accuracy.{field} states {stated:.6f} but the mean over its {len(values)} datasets "
-                            f"is {recomputed:.6f}")
-    if rf.domain_means:
-        ours = domain_means(entries)
-        for domain, stated in sorted(rf.domain_means.items()):
-            got = ours.get(domain)
-            if got is None:
-                problems.append(f"rf100vl.domain_means.{domain}: no dataset of that domain in rf100vl.datasets")
-                continue
-            for field in ("mAP_50_95", "mAP_50"):
-                s, g = stated.get(field), got.get(field)
-                if s is not None and g is not None and abs(s - g) > MEAN_TOLERANCE:
-                    problems.append(f"rf100vl.domain_means.{domain}.{field} states {s:.6f} but its datasets "
-                                    f"give {g:.6f}")
-            if stated.get("datasets") is not None and stated["datasets"] != got["datasets"]:
-                problems.append(f"rf100vl.domain_means.{domain}.datasets states {stated['datasets']} but "
-                                f"{got['datasets']} datasets are listed")
-    if problems:
-        raise SubmissionError(f"{source}: the stated means do not follow from the per-dataset entries: "
-                              + "; ".join(problems))
-    reasons = protocol_reasons(split=str(sub.benchmark.get("split", "")), n_datasets=len(names),
+            problems.append(f"accuracy.{field_name} states {stated:.6f} but the mean over its {len(values)} "
+                            f"datasets is {recomputed:.6f}")
+    return problems
+
+
+def _domain_mean_problems(stated_means: dict[str, dict[str, Any]], entries: list[dict[str, Any]]) -> list[str]:
+    """Where the stated rf100vl.domain_means disagree with the means recomputed from `entries`."""
+    ours = domain_means(entries)
+    problems = []
+    for domain, stated in sorted(stated_means.items()):
+        got = ours.get(domain)
+        if got is None:
+            problems.append(f"rf100vl.domain_means.{domain}: no dataset of that domain in rf100vl.datasets")
+            continue
+        for field_name in ("mAP_50_95", "mAP_50"):
+            s, g = stated.get(field_name), got.get(field_name)
+            if s is not None and g is not None and abs(s - g) > MEAN_TOLERANCE:
+                problems.append(f"rf100vl.domain_means.{domain}.{field_name} states {s:.6f} but its datasets "
+                                f"give {g:.6f}")
+        if stated.get("datasets") is not None and stated["datasets"] != got["datasets"]:
+            problems.append(f"rf100vl.domain_means.{domain}.datasets states {stated['datasets']} but "
+                            f"{got['datasets']} datasets are listed")
+    return problems
+
+
+def _leaderboard_reasons(sub: Submission, n_datasets: int) -> list[str]:
+    """Why a well-formed imported file is not a valid leaderboard entry, its own stated reasons included."""
+    rf = sub.rf100vl
+    reasons = protocol_reasons(split=str(sub.benchmark.get("split", "")), n_datasets=n_datasets,
                                expected=EXPECTED_DATASETS, nms_iou=rf.protocol.nms_iou, max_det=rf.protocol.max_det)
     if abs(sub.config.iou - NMS_IOU) > 1e-9 or sub.config.max_det != MAX_DET:
         reasons.append(f"config iou={sub.config.iou} max_det={sub.config.max_det} differ from the protocol")
@@ -317,7 +394,25 @@ def check_imported(doc: dict[str, Any], source: str) -> tuple[Submission, list[s
         reasons.insert(0, "the file claims valid_submission=true, but:")
     if not rf.valid_submission:
         reasons += [f"(stated in the file) {r}" for r in rf.invalid_reasons] or ["(stated in the file) invalid"]
-    return sub, reasons
+    return reasons
+
+
+def check_imported(doc: dict[str, Any], source: str) -> tuple[Submission, list[str]]:
+    """Validate an imported file; return it and the reasons it is not a valid leaderboard entry.
+
+    Raises SubmissionError when the file is malformed or its stated means disagree with its per-dataset
+    entries (a summary that does not follow from its own data is not imported)."""
+    sub = _parse_submission(doc, source)
+    rf = sub.rf100vl
+    names = [d.dataset for d in rf.datasets]
+    _require_distinct_datasets(names, source)
+    problems = _accuracy_problems(sub)
+    if rf.domain_means:
+        problems += _domain_mean_problems(rf.domain_means, [d.model_dump() for d in rf.datasets])
+    if problems:
+        raise SubmissionError(f"{source}: the stated means do not follow from the per-dataset entries: "
+                              + "; ".join(problems))
+    return sub, _leaderboard_reasons(sub, len(names))
 
 
 def import_submission(home: Path, file: Path) -> tuple[Path, Submission, list[str]]:

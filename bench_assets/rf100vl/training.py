@@ -151,8 +151,76 @@ def read_result(run_dir: Path) -> TrainResult | None:
     return TrainResult.model_validate_json(p.read_text()) if p.exists() else None
 
 
+def _reuse_finished_run(run_dir: Path, tried: list[str]) -> TrainOutcome:
+    """Point CURRENT at a run already finished under this signature; nothing is trained."""
+    stats = json.loads((run_dir / STATS_FILE).read_text())
+    atomic_write_text(run_dir.parent / CURRENT_FILE, run_dir.name + "\n")
+    return TrainOutcome(run_dir, stats, skipped=True, variants_tried=tried)
+
+
+def _set_aside_corrupt_run(run_dir: Path, signature: str, log: Callable[[str], None]) -> None:
+    """Move a finished run whose best checkpoint is missing or changed aside, and leave an empty run_dir."""
+    aside = run_dir.with_name(f"{run_dir.name}.corrupt-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}")
+    run_dir.rename(aside)
+    log(f"finished run {signature[:16]} has a missing or changed best checkpoint; moved it to {aside.name} "
+        "and training afresh")
+    run_dir.mkdir(parents=True)
+
+
+def _record_start(req: TrainRequest, run_dir: Path, spec: TrainSpec, fields: dict[str, Any], signature: str,
+                  variant: RunVariant, log: Callable[[str], None]) -> str:
+    """Write the child's spec, the signature fields and a `running` status; return the start time."""
+    atomic_write_json(run_dir / SPEC_FILE, spec.model_dump())
+    atomic_write_json(run_dir / "signature.json", fields)
+    started = _now()
+    _status(run_dir, signature, "running", variant=variant.name, started=started)
+    log(f"{req.model.key}/{req.dataset.name}: {'resuming' if spec.resume else 'starting'} {variant.name} run "
+        f"{signature[:16]}: batch {variant.physical_batch} x accumulation {variant.accumulation}, "
+        f"{spec.epochs} epochs at {spec.imgsz}px on {req.device}")
+    return started
+
+
+def _launch_variant(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec], Launched], run_dir: Path,
+                    spec: TrainSpec, signature: str, variant: RunVariant, fallback: RunVariant | None,
+                    log: Callable[[str], None]) -> TrainResult | None:
+    """Run the training child once and judge it: its result when it finished, None when it ran out of memory
+    and `fallback` (the next variant) takes over; TrainingFailed (status.json says why) otherwise."""
+    outcome = launch(run_dir / SPEC_FILE, run_dir, spec)
+    result = read_result(run_dir)
+    if outcome.timed_out:
+        _status(run_dir, signature, "timeout", seconds=outcome.wall_seconds)
+        raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: timed out after {outcome.wall_seconds:.0f}s "
+                             f"(limit {req.timeout_s:.0f}s); the child tree was killed; last.pt is kept "
+                             "for a resume")
+    if outcome.returncode == EXIT_OOM:
+        _status(run_dir, signature, "oom", message=result.message if result else "")
+        if fallback is not None:
+            log(f"CUDA out of memory at batch {variant.physical_batch}; restarting from epoch 0 with "
+                f"batch {fallback.physical_batch} x accumulation {fallback.accumulation} (effective batch kept)")
+            return None
+        raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: out of memory even at batch "
+                             f"{variant.physical_batch} ({variant.name}); lower the recipe's fallback batch")
+    if outcome.returncode != EXIT_DONE or result is None or result.status != "done":
+        _status(run_dir, signature, "failed", returncode=outcome.returncode)
+        msg = result.message if result else f"exit code {outcome.returncode}, no result.json"
+        raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: training failed: {msg}")
+    return result
+
+
+def _record_finish(req: TrainRequest, run_dir: Path, fields: dict[str, Any], signature: str, variant: RunVariant,
+                   result: TrainResult, started: str, resumed: bool, tried: list[str]) -> TrainOutcome:
+    """Write stats.json and a `done` status, and point CURRENT at the run."""
+    stats = _stats(req, fields, signature, variant, result, started, resumed)
+    atomic_write_json(run_dir / STATS_FILE, stats)
+    _status(run_dir, signature, "done", variant=variant.name)
+    atomic_write_text(run_dir.parent / CURRENT_FILE, run_dir.name + "\n")
+    return TrainOutcome(run_dir, stats, skipped=False, variants_tried=tried)
+
+
 def train_partition(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec], Launched],
                     log: Callable[[str], None] = lambda _: None) -> TrainOutcome:
+    """Train the partition with the first variant that fits in memory (resuming or skipping what a previous
+    attempt left), write its stats.json and point CURRENT at it; TrainingFailed when no variant finishes."""
     variants = variant_sequence(req.recipe, req.model.size,
                                 max(s["boxes_per_image_max"] for s in req.dataset.manifest["splits"].values()))
     tried: list[str] = []
@@ -162,54 +230,22 @@ def train_partition(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec],
         state = run_state(run_dir, signature)
         if state == "done" and not req.force:
             log(f"{req.model.key}/{req.dataset.name}: finished run {signature[:16]} ({variant.name}) found; skipping")
-            stats = json.loads((run_dir / STATS_FILE).read_text())
-            atomic_write_text(run_dir.parent / CURRENT_FILE, run_dir.name + "\n")
-            return TrainOutcome(run_dir, stats, skipped=True, variants_tried=tried)
+            return _reuse_finished_run(run_dir, tried)
         if state == "oom" and not req.force:
             log(f"{variant.name} (batch {variant.physical_batch}) ran out of memory before; trying the fallback")
             tried.append(variant.name)
             continue
         if state == "corrupt":
-            aside = run_dir.with_name(f"{run_dir.name}.corrupt-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}")
-            run_dir.rename(aside)
-            log(f"finished run {signature[:16]} has a missing or changed best checkpoint; moved it to {aside.name} "
-                "and training afresh")
-            run_dir.mkdir(parents=True)
+            _set_aside_corrupt_run(run_dir, signature, log)
         resume = state == "resumable" and not req.force
         spec = spec.model_copy(update={"resume": resume})
-        atomic_write_json(run_dir / SPEC_FILE, spec.model_dump())
-        atomic_write_json(run_dir / "signature.json", fields)
-        started = _now()
-        _status(run_dir, signature, "running", variant=variant.name, started=started)
-        log(f"{req.model.key}/{req.dataset.name}: {'resuming' if resume else 'starting'} {variant.name} run "
-            f"{signature[:16]}: batch {variant.physical_batch} x accumulation {variant.accumulation}, "
-            f"{spec.epochs} epochs at {spec.imgsz}px on {req.device}")
+        started = _record_start(req, run_dir, spec, fields, signature, variant, log)
         tried.append(variant.name)
-        outcome = launch(run_dir / SPEC_FILE, run_dir, spec)
-        result = read_result(run_dir)
-        if outcome.timed_out:
-            _status(run_dir, signature, "timeout", seconds=outcome.wall_seconds)
-            raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: timed out after {outcome.wall_seconds:.0f}s "
-                                 f"(limit {req.timeout_s:.0f}s); the child tree was killed; last.pt is kept "
-                                 "for a resume")
-        if outcome.returncode == EXIT_OOM:
-            _status(run_dir, signature, "oom", message=result.message if result else "")
-            if k + 1 < len(variants):
-                nxt = variants[k + 1]
-                log(f"CUDA out of memory at batch {variant.physical_batch}; restarting from epoch 0 with "
-                    f"batch {nxt.physical_batch} x accumulation {nxt.accumulation} (effective batch kept)")
-                continue
-            raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: out of memory even at batch "
-                                 f"{variant.physical_batch} ({variant.name}); lower the recipe's fallback batch")
-        if outcome.returncode != EXIT_DONE or result is None or result.status != "done":
-            _status(run_dir, signature, "failed", returncode=outcome.returncode)
-            msg = result.message if result else f"exit code {outcome.returncode}, no result.json"
-            raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: training failed: {msg}")
-        stats = _stats(req, fields, signature, variant, result, started, resume)
-        atomic_write_json(run_dir / STATS_FILE, stats)
-        _status(run_dir, signature, "done", variant=variant.name)
-        atomic_write_text(run_dir.parent / CURRENT_FILE, run_dir.name + "\n")
-        return TrainOutcome(run_dir, stats, skipped=False, variants_tried=tried)
+        fallback = variants[k + 1] if k + 1 < len(variants) else None
+        result = _launch_variant(req, launch, run_dir, spec, signature, variant, fallback, log)
+        if result is None:  # out of memory: the fallback variant is next
+            continue
+        return _record_finish(req, run_dir, fields, signature, variant, result, started, resume, tried)
     raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: every variant ran out of memory: {tried}")
 
 

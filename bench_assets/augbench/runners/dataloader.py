@@ -26,6 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench_assets.augbench.media import MediaSet
@@ -38,7 +39,7 @@ from bench_assets.augbench.runners.common import (
     progress_bar,
     refusal,
 )
-from bench_assets.augbench.runners.micro import cuda_peaks, cuda_peaks_reset, cuda_sync, preflight_defaults
+from bench_assets.augbench.runners.micro import PreflightRule, cuda_peaks, cuda_peaks_reset, cuda_sync
 from bench_assets.augbench.stats import summarize
 
 
@@ -159,6 +160,150 @@ def _shutdown(loader: Any) -> None:
         it._shutdown_workers()
 
 
+@dataclass
+class _LoaderTimes:
+    """What a DataLoader cell has measured so far (an error cell reports it as far as it got)."""
+
+    startup: float | None = None  # iterator creation (worker start) to the first batch of the warm-up epoch
+    first_epoch: float | None = None  # the whole warm-up epoch
+    pss_mb: float | None = None  # after the warm-up epoch, workers alive
+    throughputs: list[float] = field(default_factory=list)  # items/s of each timed epoch
+
+
+@dataclass
+class _LoaderRun:
+    """One run_dataloader call: the adapter, the items and the settings every cell shares; `measure` makes
+    one transform's cell."""
+
+    adapter: Any
+    library: str
+    media: str
+    items: Sequence[Any]
+    device: str
+    batch_size: int
+    workers: int
+    num_epochs: int
+    rule: PreflightRule
+    worker_policy: Any
+    batch_timeout_s: float
+    progress: Any
+    say: Callable[[str], None]
+    sync: Callable[[], None] = lambda: None  # set by run_dataloader once the call is not refused
+
+    def result(self, transform: str, status: str, started: float, **kw: Any) -> dict[str, Any]:
+        """The cell's result dict (seconds_total since `started`), logged in one line."""
+        res = CellResult(transform=transform, status=status, seconds_total=time.perf_counter() - started,
+                         library=self.library, mode="dataloader", media=self.media, device=self.device,
+                         n_items=len(self.items), **kw)
+        self.say(f"{self.library} {transform} (dataloader, {self.workers} workers): {res.status}"
+                 + (f" median {res.summary['median']:.1f} items/s, start-up {res.startup_seconds:.2f} s"
+                    if res.summary else "")
+                 + (f" - {res.reason}" if res.reason else ""))
+        return res.model_dump()
+
+    def measure(self, transform: str) -> dict[str, Any]:
+        """One transform's cell: build the pipeline, preflight it in this process, then time the epochs."""
+        started = time.perf_counter()
+        gc.collect()
+        try:
+            tf = self.adapter.dataloader_transform(transform, self.media)
+        except Exception as exc:
+            status = "unsupported" if is_unsupported(exc) else "error"
+            return self.result(transform, status, started, reason=str(exc) if status == "unsupported"
+                               else f"building the pipeline failed: {error_text(exc)}")
+        try:
+            pf, stop = self._preflight(tf)
+        except Exception as exc:
+            return self.result(transform, "error", started, reason=f"preflight: {error_text(exc)}")
+        if stop:
+            return self.result(transform, "early_stopped", started, preflight_throughput=pf, reason=stop)
+        return self._time_epochs(transform, tf, pf, started)
+
+    def _preflight(self, tf: Callable[[Any], Any]) -> tuple[float, str | None]:
+        """(items/s, why the cell stops here or None) in this process: an untimed first call on item 0, then
+        the first `rule.items` items one by one. No worker pool is started for a cell that stops here."""
+        items, max_s = self.items, self.rule.max_s
+        t0 = time.perf_counter()
+        tf(items[0])  # untimed first call (lazy initialisation)
+        first = time.perf_counter() - t0
+        stop = self.rule.first_call_stop(first)
+        if stop:
+            return 1.0 / first, stop
+        done, t0 = 0, time.perf_counter()
+        for x in items[:self.rule.items]:
+            tf(x)
+            done += 1
+            if time.perf_counter() - t0 > max_s:
+                break
+        elapsed = max(time.perf_counter() - t0, 1e-9)
+        pf = done / elapsed
+        return pf, self.rule.preflight_stop(pf, done, elapsed, " in one process")
+
+    def _loader(self, tf: Callable[[Any], Any]) -> Any:
+        """A DataLoader over the items through `tf`: persistent workers running the thread policy (when
+        workers > 0), pinned memory on CUDA, `batch_timeout_s` to wait for a worker's batch."""
+        from torch.utils.data import DataLoader
+
+        workers, on_cuda = self.workers, self.device.startswith("cuda")
+        return DataLoader(ItemDataset(self.items, tf), batch_size=self.batch_size, shuffle=False, drop_last=False,
+                          num_workers=workers, persistent_workers=workers > 0, pin_memory=on_cuda,
+                          worker_init_fn=WorkerInit(self.worker_policy) if workers > 0 else None,
+                          timeout=self.batch_timeout_s if workers > 0 else 0)
+
+    def _time_epochs(self, transform: str, tf: Callable[[Any], Any], pf: float, started: float) -> dict[str, Any]:
+        """The warm-up epoch and the timed epochs, under the RSS sampler; the cell (ok, or error with what was
+        measured). The workers are shut down either way."""
+        loader = self._loader(tf)
+        bar = progress_bar(self.progress, 1 + self.num_epochs, f"{self.library} {transform} start-up")
+        times = _LoaderTimes()
+        cuda_peaks_reset(self.device)
+        rss = PeakRss()
+        try:
+            with rss:
+                self._warmup_epoch(loader, times)
+                bar.update()
+                times.pss_mb = pss_tree_mb()  # workers alive and warm (persistent), outside every timer
+                self._timed_epochs(loader, transform, bar, times)
+        except Exception as exc:
+            return self.result(transform, "error", started, reason=error_text(exc), throughputs=times.throughputs,
+                               preflight_throughput=pf, startup_seconds=times.startup,
+                               first_epoch_seconds=times.first_epoch, peak_rss_mb=rss.peak_mb, pss_mb=times.pss_mb,
+                               **cuda_peaks(self.device))
+        finally:
+            bar.close()
+            _shutdown(loader)
+            del loader
+        return self.result(transform, "ok", started, throughputs=times.throughputs, preflight_throughput=pf,
+                           summary=summarize(times.throughputs), startup_seconds=times.startup,
+                           first_epoch_seconds=times.first_epoch, peak_rss_mb=rss.peak_mb, pss_mb=times.pss_mb,
+                           **cuda_peaks(self.device))
+
+    def _warmup_epoch(self, loader: Any, times: _LoaderTimes) -> None:
+        """Epoch 1, not in the throughputs: start-up (worker start to the first batch) and the whole epoch."""
+        device, sync = self.device, self.sync
+        t0 = time.perf_counter()
+        it = iter(loader)
+        batch = next(it)
+        times.startup = time.perf_counter() - t0
+        _consume(batch, device)
+        for batch in it:
+            _consume(batch, device)
+        sync()
+        times.first_epoch = time.perf_counter() - t0
+
+    def _timed_epochs(self, loader: Any, transform: str, bar: Any, times: _LoaderTimes) -> None:
+        """`num_epochs` timed epochs over the warm workers; each epoch's items/s is appended as it ends."""
+        device, sync, items = self.device, self.sync, self.items
+        for e in range(self.num_epochs):
+            bar.set_description(f"{self.library} {transform} run {e + 1}/{self.num_epochs}")
+            t0 = time.perf_counter()
+            for batch in loader:
+                _consume(batch, device)
+            sync()
+            times.throughputs.append(len(items) / max(time.perf_counter() - t0, 1e-9))
+            bar.update()
+
+
 def run_dataloader(adapter: Any, media_set: MediaSet, transforms: Sequence[str], *, batch_size: int,
                    workers: int, num_epochs: int, device: str = "cpu", preflight_items: int | None = None,
                    min_items_per_s: float | None = None, preflight_max_s: float = 60.0, worker_policy: Any = None,
@@ -166,111 +311,17 @@ def run_dataloader(adapter: Any, media_set: MediaSet, transforms: Sequence[str],
                    log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """One dict (`CellResult`, mode "dataloader") per transform. `num_epochs` timed epochs after one warm-up
     epoch; `workers=0` loads in this process; `batch_timeout_s` > 0 fails a cell whose workers stall."""
-    from torch.utils.data import DataLoader
+    import torch.utils.data  # noqa: F401 - without torch there is no DataLoader: fail before any cell
 
-    library = library_name(adapter)
     media = media_set.media
-    d_items, d_rate = preflight_defaults(media)
-    pf_items = preflight_items if preflight_items is not None else d_items
-    pf_rate = min_items_per_s if min_items_per_s is not None else d_rate
-    say = log or (lambda _m: None)
-    items = media_set.items
-    base = {"library": library, "mode": "dataloader", "media": media, "device": device, "n_items": len(items)}
-
-    def cell(transform: str, status: str, started: float, **kw: Any) -> dict[str, Any]:
-        res = CellResult(transform=transform, status=status, seconds_total=time.perf_counter() - started,
-                         **base, **kw)
-        say(f"{library} {transform} (dataloader, {workers} workers): {res.status}"
-            + (f" median {res.summary['median']:.1f} items/s, start-up {res.startup_seconds:.2f} s"
-               if res.summary else "")
-            + (f" - {res.reason}" if res.reason else ""))
-        return res.model_dump()
-
+    run = _LoaderRun(adapter=adapter, library=library_name(adapter), media=media, items=media_set.items,
+                     device=device, batch_size=batch_size, workers=workers, num_epochs=num_epochs,
+                     rule=PreflightRule.for_media(media, preflight_items, min_items_per_s, preflight_max_s),
+                     worker_policy=worker_policy, batch_timeout_s=batch_timeout_s, progress=progress,
+                     say=log or (lambda _m: None))
     t_start = time.perf_counter()
-    refused = refusal(adapter, device, len(items))
+    refused = refusal(adapter, device, len(run.items))
     if refused:
-        return [cell(t, "error", t_start, reason=refused) for t in transforms]
-    sync = cuda_sync(device)
-    on_cuda = device.startswith("cuda")
-
-    results = []
-    for transform in transforms:
-        started = time.perf_counter()
-        gc.collect()
-        try:
-            tf = adapter.dataloader_transform(transform, media)
-        except Exception as exc:
-            status = "unsupported" if is_unsupported(exc) else "error"
-            results.append(cell(transform, status, started, reason=str(exc) if status == "unsupported"
-                                else f"building the pipeline failed: {error_text(exc)}"))
-            continue
-        pf: float | None = None
-        try:
-            t0 = time.perf_counter()
-            tf(items[0])  # untimed first call (lazy initialisation)
-            first = time.perf_counter() - t0
-            if first > preflight_max_s:
-                results.append(cell(transform, "early_stopped", started, preflight_throughput=1.0 / first,
-                                    reason=f"first call took {first:.1f} s > {preflight_max_s:g} s"))
-                continue
-            done, t0 = 0, time.perf_counter()
-            for x in items[:pf_items]:
-                tf(x)
-                done += 1
-                if time.perf_counter() - t0 > preflight_max_s:
-                    break
-            elapsed = max(time.perf_counter() - t0, 1e-9)
-            pf = done / elapsed
-        except Exception as exc:
-            results.append(cell(transform, "error", started, reason=f"preflight: {error_text(exc)}"))
-            continue
-        if pf <= pf_rate or elapsed > preflight_max_s:
-            rule = (f"preflight {pf:.2f} items/s <= {pf_rate:g} items/s on {done} item(s) in one process"
-                    if pf <= pf_rate else f"preflight took {elapsed:.1f} s > {preflight_max_s:g} s")
-            results.append(cell(transform, "early_stopped", started, preflight_throughput=pf, reason=rule))
-            continue
-
-        loader = DataLoader(ItemDataset(items, tf), batch_size=batch_size, shuffle=False, drop_last=False,
-                            num_workers=workers, persistent_workers=workers > 0, pin_memory=on_cuda,
-                            worker_init_fn=WorkerInit(worker_policy) if workers > 0 else None,
-                            timeout=batch_timeout_s if workers > 0 else 0)
-        bar = progress_bar(progress, 1 + num_epochs, f"{library} {transform} start-up")
-        throughputs: list[float] = []
-        startup = first_epoch = pss = None
-        cuda_peaks_reset(device)
-        rss = PeakRss()
-        try:
-            with rss:
-                t0 = time.perf_counter()
-                it = iter(loader)
-                batch = next(it)
-                startup = time.perf_counter() - t0
-                _consume(batch, device)
-                for batch in it:
-                    _consume(batch, device)
-                sync()
-                first_epoch = time.perf_counter() - t0
-                bar.update()
-                del it, batch
-                pss = pss_tree_mb()  # workers alive and warm (persistent), outside every timer
-                for e in range(num_epochs):
-                    bar.set_description(f"{library} {transform} run {e + 1}/{num_epochs}")
-                    t0 = time.perf_counter()
-                    for batch in loader:
-                        _consume(batch, device)
-                    sync()
-                    throughputs.append(len(items) / max(time.perf_counter() - t0, 1e-9))
-                    bar.update()
-        except Exception as exc:
-            results.append(cell(transform, "error", started, reason=error_text(exc), throughputs=throughputs,
-                                preflight_throughput=pf, startup_seconds=startup, first_epoch_seconds=first_epoch,
-                                peak_rss_mb=rss.peak_mb, pss_mb=pss, **cuda_peaks(device)))
-            continue
-        finally:
-            bar.close()
-            _shutdown(loader)
-            del loader
-        results.append(cell(transform, "ok", started, throughputs=throughputs, preflight_throughput=pf,
-                            summary=summarize(throughputs), startup_seconds=startup, first_epoch_seconds=first_epoch,
-                            peak_rss_mb=rss.peak_mb, pss_mb=pss, **cuda_peaks(device)))
-    return results
+        return [run.result(t, "error", t_start, reason=refused) for t in transforms]
+    run.sync = cuda_sync(device)
+    return [run.measure(t) for t in transforms]

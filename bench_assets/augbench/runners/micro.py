@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench_assets.augbench.media import MediaSet
@@ -38,6 +39,35 @@ DEFAULT_PREFLIGHT = {"video": (3, 0.5)}  # media -> (items, min items/s); others
 
 def preflight_defaults(media: str) -> tuple[int, float]:
     return DEFAULT_PREFLIGHT.get(media, (10, 20.0))
+
+
+@dataclass(frozen=True)
+class PreflightRule:
+    """When a cell stops before its timed passes (`early_stopped`): a first call longer than `max_s`, or a
+    preflight over the first `items` items at or below `min_items_per_s`, or longer than `max_s`."""
+
+    items: int
+    min_items_per_s: float
+    max_s: float
+
+    @classmethod
+    def for_media(cls, media: str, items: int | None, min_items_per_s: float | None, max_s: float) -> PreflightRule:
+        """The rule with the media's defaults (`preflight_defaults`) where `items`/`min_items_per_s` are None."""
+        d_items, d_rate = preflight_defaults(media)
+        return cls(items if items is not None else d_items,
+                   min_items_per_s if min_items_per_s is not None else d_rate, max_s)
+
+    def first_call_stop(self, first: float) -> str | None:
+        """Why an untimed first call of `first` seconds stops the cell, or None."""
+        return f"first call took {first:.1f} s > {self.max_s:g} s" if first > self.max_s else None
+
+    def preflight_stop(self, throughput: float, done: int, elapsed: float, where: str = "") -> str | None:
+        """Why a preflight of `done` items in `elapsed` seconds stops the cell, or None (`where`: how it ran)."""
+        if throughput <= self.min_items_per_s:
+            return f"preflight {throughput:.2f} items/s <= {self.min_items_per_s:g} items/s on {done} item(s){where}"
+        if elapsed > self.max_s:
+            return f"preflight took {elapsed:.1f} s > {self.max_s:g} s"
+        return None
 
 
 def cuda_sync(device: str) -> Callable[[], None]:
@@ -74,6 +104,100 @@ def timed_pass(fn: Callable[[Any], Any], materialize: Callable[[Any], Any], nati
     return time.perf_counter() - t0
 
 
+@dataclass
+class _MicroRun:
+    """One run_micro call: the adapter, the media in its native format and the settings every cell shares;
+    `measure` makes one transform's cell."""
+
+    adapter: Any
+    library: str
+    media: str
+    device: str
+    n_items: int
+    num_runs: int
+    warmup: int
+    rule: PreflightRule
+    progress: Any
+    say: Callable[[str], None]
+    # Set by run_micro once the media is in the library's format (the defaults are never used to time):
+    native: list[Any] = field(default_factory=list)
+    sync: Callable[[], None] = lambda: None
+    materialize: Callable[[Any], Any] = lambda out: out
+
+    def result(self, transform: str, status: str, started: float, **kw: Any) -> dict[str, Any]:
+        """The cell's result dict (seconds_total since `started`), logged in one line."""
+        res = CellResult(transform=transform, status=status, seconds_total=time.perf_counter() - started,
+                         library=self.library, mode="micro", media=self.media, device=self.device,
+                         n_items=self.n_items, **kw)
+        self.say(f"{self.library} {transform}: {res.status}"
+                 + (f" median {res.summary['median']:.1f} items/s" if res.summary else "")
+                 + (f" (preflight {res.preflight_throughput:.2f} items/s)" if res.status == "early_stopped" else "")
+                 + (f" - {res.reason}" if res.reason and res.status != "early_stopped" else ""))
+        return res.model_dump()
+
+    def measure(self, transform: str) -> dict[str, Any]:
+        """Build, preflight and time one transform; its cell."""
+        started = time.perf_counter()
+        gc.collect()
+        cuda_peaks_reset(self.device)
+        try:
+            fn = self.adapter.build(transform, self.media, self.device)
+        except Exception as exc:
+            status = "unsupported" if is_unsupported(exc) else "error"
+            return self.result(transform, status, started, reason=str(exc) if status == "unsupported"
+                               else f"build failed: {error_text(exc)}")
+        bar = progress_bar(self.progress, self.warmup + self.num_runs, f"{self.library} {transform} preflight")
+        throughputs: list[float] = []
+        pf: float | None = None
+        try:
+            pf, stop = self._preflight(fn)
+            if stop:
+                return self.result(transform, "early_stopped", started, preflight_throughput=pf, reason=stop)
+            self._timed_passes(fn, transform, bar, throughputs)
+        except Exception as exc:
+            return self.result(transform, "error", started, reason=error_text(exc), throughputs=throughputs,
+                               preflight_throughput=pf, **cuda_peaks(self.device))
+        finally:
+            bar.close()
+            fn = None  # noqa: F841 - drop the transform (and any device buffers) before the next one
+        return self.result(transform, "ok", started, throughputs=throughputs, preflight_throughput=pf,
+                           summary=summarize(throughputs), **cuda_peaks(self.device))
+
+    def _preflight(self, fn: Callable[[Any], Any]) -> tuple[float, str | None]:
+        """(items/s, why the cell stops here or None): an untimed first call on item 0, then the first
+        `rule.items` items one by one."""
+        materialize, native, sync, max_s = self.materialize, self.native, self.sync, self.rule.max_s
+        first = timed_pass(fn, materialize, native[:1], sync)
+        k = min(self.rule.items, len(native))
+        stop = self.rule.first_call_stop(first)
+        if stop:
+            return 1.0 / first, stop
+        done, t0 = 0, time.perf_counter()
+        for x in native[:k]:  # item by item, so a transform that hangs is stopped after one item over budget
+            materialize(fn(x))
+            done += 1
+            if time.perf_counter() - t0 > max_s:
+                break
+        sync()
+        elapsed = max(time.perf_counter() - t0, 1e-9)
+        pf = done / elapsed
+        return pf, self.rule.preflight_stop(pf, done, elapsed)
+
+    def _timed_passes(self, fn: Callable[[Any], Any], transform: str, bar: Any, throughputs: list[float]) -> None:
+        """`warmup` untimed passes, then `num_runs` timed ones; each timed pass's items/s is appended to
+        `throughputs` as it ends (an error cell keeps the passes done)."""
+        materialize, native, sync = self.materialize, self.native, self.sync
+        for i in range(self.warmup):
+            bar.set_description(f"{self.library} {transform} warmup {i + 1}/{self.warmup}")
+            timed_pass(fn, materialize, native, sync)
+            bar.update()
+        for i in range(self.num_runs):
+            bar.set_description(f"{self.library} {transform} run {i + 1}/{self.num_runs}")
+            t = timed_pass(fn, materialize, native, sync)
+            throughputs.append(len(native) / max(t, 1e-9))
+            bar.update()
+
+
 def run_micro(adapter: Any, media_set: MediaSet, transforms: Sequence[str], *, device: str = "cpu",
               num_runs: int = 5, warmup: int = 1, preflight_items: int | None = None,
               min_items_per_s: float | None = None, preflight_max_s: float = 60.0, progress: Any = None,
@@ -83,88 +207,22 @@ def run_micro(adapter: Any, media_set: MediaSet, transforms: Sequence[str], *, d
     """
     library = library_name(adapter)
     media = media_set.media
-    d_items, d_rate = preflight_defaults(media)
-    pf_items = preflight_items if preflight_items is not None else d_items
-    pf_rate = min_items_per_s if min_items_per_s is not None else d_rate
-    say = log or (lambda _m: None)
-    base = {"library": library, "mode": "micro", "media": media, "device": device, "n_items": len(media_set)}
-
-    def cell(transform: str, status: str, started: float, **kw: Any) -> dict[str, Any]:
-        res = CellResult(transform=transform, status=status, seconds_total=time.perf_counter() - started,
-                         **base, **kw)
-        say(f"{library} {transform}: {res.status}"
-            + (f" median {res.summary['median']:.1f} items/s" if res.summary else "")
-            + (f" (preflight {res.preflight_throughput:.2f} items/s)" if res.status == "early_stopped" else "")
-            + (f" - {res.reason}" if res.reason and res.status != "early_stopped" else ""))
-        return res.model_dump()
-
+    run = _MicroRun(adapter=adapter, library=library, media=media, device=device, n_items=len(media_set),
+                    num_runs=num_runs, warmup=warmup,
+                    rule=PreflightRule.for_media(media, preflight_items, min_items_per_s, preflight_max_s),
+                    progress=progress, say=log or (lambda _m: None))
     t_start = time.perf_counter()
     refused = refusal(adapter, device, len(media_set))
     if refused:
-        return [cell(t, "error", t_start, reason=refused) for t in transforms]
+        return [run.result(t, "error", t_start, reason=refused) for t in transforms]
     try:
-        native = list(adapter.to_native(media_set.items, media, device))
-        sync = cuda_sync(device)
-        sync()
+        run.native = list(adapter.to_native(media_set.items, media, device))
+        run.sync = cuda_sync(device)
+        run.sync()
     except Exception as exc:
         if is_unsupported(exc):  # e.g. a library with no 9-channel or video type
-            return [cell(t, "unsupported", t_start, reason=str(exc)) for t in transforms]
+            return [run.result(t, "unsupported", t_start, reason=str(exc)) for t in transforms]
         msg = f"converting the media to {library}'s format failed: {error_text(exc)}"
-        return [cell(t, "error", t_start, reason=msg) for t in transforms]
-    materialize = adapter.materialize
-
-    results = []
-    for transform in transforms:
-        started = time.perf_counter()
-        gc.collect()
-        cuda_peaks_reset(device)
-        try:
-            fn = adapter.build(transform, media, device)
-        except Exception as exc:
-            status = "unsupported" if is_unsupported(exc) else "error"
-            results.append(cell(transform, status, started, reason=str(exc) if status == "unsupported"
-                                else f"build failed: {error_text(exc)}"))
-            continue
-        bar = progress_bar(progress, warmup + num_runs, f"{library} {transform} preflight")
-        throughputs: list[float] = []
-        pf: float | None = None
-        try:
-            first = timed_pass(fn, materialize, native[:1], sync)
-            k = min(pf_items, len(native))
-            if first > preflight_max_s:
-                results.append(cell(transform, "early_stopped", started, preflight_throughput=1.0 / first,
-                                    reason=f"first call took {first:.1f} s > {preflight_max_s:g} s"))
-                continue
-            done, t0 = 0, time.perf_counter()
-            for x in native[:k]:  # item by item, so a transform that hangs is stopped after one item over budget
-                materialize(fn(x))
-                done += 1
-                if time.perf_counter() - t0 > preflight_max_s:
-                    break
-            sync()
-            elapsed = max(time.perf_counter() - t0, 1e-9)
-            pf = done / elapsed
-            if pf <= pf_rate or elapsed > preflight_max_s:
-                rule = (f"preflight {pf:.2f} items/s <= {pf_rate:g} items/s on {done} item(s)" if pf <= pf_rate
-                        else f"preflight took {elapsed:.1f} s > {preflight_max_s:g} s")
-                results.append(cell(transform, "early_stopped", started, preflight_throughput=pf, reason=rule))
-                continue
-            for i in range(warmup):
-                bar.set_description(f"{library} {transform} warmup {i + 1}/{warmup}")
-                timed_pass(fn, materialize, native, sync)
-                bar.update()
-            for i in range(num_runs):
-                bar.set_description(f"{library} {transform} run {i + 1}/{num_runs}")
-                t = timed_pass(fn, materialize, native, sync)
-                throughputs.append(len(native) / max(t, 1e-9))
-                bar.update()
-        except Exception as exc:
-            results.append(cell(transform, "error", started, reason=error_text(exc), throughputs=throughputs,
-                                preflight_throughput=pf, **cuda_peaks(device)))
-            continue
-        finally:
-            bar.close()
-            fn = None  # noqa: F841 - drop the transform (and any device buffers) before the next one
-        results.append(cell(transform, "ok", started, throughputs=throughputs, preflight_throughput=pf,
-                            summary=summarize(throughputs), **cuda_peaks(device)))
-    return results
+        return [run.result(t, "error", t_start, reason=msg) for t in transforms]
+    run.materialize = adapter.materialize
+    return [run.measure(t) for t in transforms]

@@ -246,12 +246,16 @@ class _Hooks:
         from libreyolo.validation.base import BaseValidator
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+        self._patch_trainer(BaseTrainer)
+        self._patch_validation(BaseTrainer, BaseValidator)
+        register_optimizer_step_pre_hook(self._before_step)
+
+    def _patch_trainer(self, trainer_cls: Any) -> None:
+        """Seeded epochs, the trainer remembered, checkpoint writes deferred to the end of the epoch callbacks."""
         hooks = self
-        orig_train = BaseTrainer.train
-        orig_run_validation = BaseTrainer._run_validation
-        orig_validator_run = BaseValidator.run
-        orig_train_epoch = BaseTrainer._train_epoch
-        self._orig_save = BaseTrainer._save_checkpoint
+        orig_train = trainer_cls.train
+        orig_train_epoch = trainer_cls._train_epoch
+        self._orig_save = trainer_cls._save_checkpoint
 
         # Every epoch starts from RNG states that depend only on (seed, epoch): shuffling, mosaic and
         # augmentation draws of epoch k are then the same whether the run got there uninterrupted or
@@ -271,9 +275,21 @@ class _Hooks:
             hooks.flush_save()
             hooks.pending_save = (self, args, kwargs)
 
-        # LibreYOLO's _run_validation catches every Exception, logs it and returns None: the epoch then
-        # silently has no metric and best.pt selection goes wrong (or an OOM in validation is lost).
-        # Record what the validator raised and re-raise it once LibreYOLO has returned.
+        trainer_cls.train = train
+        trainer_cls._train_epoch = train_epoch
+        trainer_cls._save_checkpoint = save_checkpoint
+
+    def _patch_validation(self, trainer_cls: Any, validator_cls: Any) -> None:
+        """Validation errors fail the run.
+
+        LibreYOLO's _run_validation catches every Exception, logs it and returns None: the epoch then
+        silently has no metric and best.pt selection goes wrong (or an OOM in validation is lost).
+        Record what the validator raised and re-raise it once LibreYOLO has returned.
+        """
+        hooks = self
+        orig_run_validation = trainer_cls._run_validation
+        orig_validator_run = validator_cls.run
+
         def validator_run(self: Any, **kwargs: Any) -> Any:
             try:
                 return orig_validator_run(self, **kwargs)
@@ -288,12 +304,8 @@ class _Hooks:
                 raise hooks.validation_errors[0]
             return out
 
-        BaseTrainer.train = train
-        BaseTrainer._train_epoch = train_epoch
-        BaseTrainer._save_checkpoint = save_checkpoint
-        BaseTrainer._run_validation = run_validation
-        BaseValidator.run = validator_run
-        register_optimizer_step_pre_hook(self._before_step)
+        trainer_cls._run_validation = run_validation
+        validator_cls.run = validator_run
 
     def global_step(self) -> int:
         """1-based global optimizer step about to run (continues across a resume)."""
@@ -402,13 +414,7 @@ class _Run:
 
     def execute(self) -> str:
         spec, run_dir, log = self.spec, self.run_dir, self.reporter.info
-        if len(spec.class_names) != spec.num_classes:
-            raise ValueError(f"num_classes={spec.num_classes} but {len(spec.class_names)} class_names")
-        if spec.epochs < 1 or spec.physical_batch < 1 or spec.effective_batch < 1:
-            raise ValueError("epochs, physical_batch and effective_batch must be >= 1")
-        bad = sorted(set(spec.train_overrides) & RESERVED_KEYS)
-        if bad:
-            raise ValueError(f"train_overrides may not set {bad}: the TrainSpec fields own them")
+        _check_spec(spec)
         last = run_dir / "weights" / "last.pt"
         resume = spec.resume and last.is_file()
         if spec.init_weights is not None and not resume:
@@ -416,40 +422,58 @@ class _Run:
         if spec.effective_batch % spec.physical_batch:
             log(f"effective_batch {spec.effective_batch} is not a multiple of physical_batch {spec.physical_batch}: "
                 f"accumulating {self.accumulation} (effective {self.accumulation * spec.physical_batch})")
+        threads, data_yaml = self._prepare()
+        if resume:
+            if not self._resume_from(last):
+                return "done"
+        else:
+            if spec.resume:
+                log(f"resume requested but {last} does not exist: starting from scratch")
+            _fresh_start(run_dir)
+        overrides = _checked_overrides(spec)
+        weights = None if resume else spec.init_weights
+        model = build_model(spec.family, spec.size, spec.num_classes, spec.device, weights=weights, seed=spec.seed)
+        hooks = _Hooks(spec.fault, spec.physical_batch, spec.seed)
+        hooks.install()
+        kwargs = self._train_kwargs(data_yaml, overrides, last if resume else None, hooks)
+        if spec.cuda_graph:
+            _watch_graph_capture()
+        init = "last.pt (resume)" if resume else weights or "scratch"
+        log(f"{spec.family}-{spec.size} nc={spec.num_classes} imgsz={spec.imgsz} batch={spec.physical_batch}x"
+            f"{self.accumulation} (effective {spec.effective_batch}) epochs={spec.epochs} device={spec.device} "
+            f"precision={spec.precision} threads={threads} init={init}")
+        model.train(**kwargs)
+        return "done"
 
+    def _prepare(self) -> tuple[int | None, Path]:
+        """Set up this process (offline, pinned threads, atomic checkpoint writes, no stale temporaries) and
+        write data.yaml; return the thread count pinned and the data.yaml path."""
+        spec, run_dir = self.spec, self.run_dir
         offline_env()
         threads = pin_threads()
         install_atomic_torch_save()
         remove_stale_temps(run_dir / "weights")
         # cache="disk" writes .npy sidecars beside the images it reads: keep them out of the dataset store.
         links = run_dir / "image_links" if spec.cache == "disk" else None
-        data_yaml = write_data_yaml(spec.dataset_dir, run_dir, spec.class_names, link_images_to=links)
+        return threads, write_data_yaml(spec.dataset_dir, run_dir, spec.class_names, link_images_to=links)
 
-        if resume:
-            meta = checkpoint_meta(last)
-            if meta is None or "epoch" not in meta:
-                raise RuntimeError(f"cannot resume: {last} is not a readable LibreYOLO training checkpoint")
-            done = int(meta["epoch"]) + 1
-            if done >= spec.epochs:
-                log(f"{last} already holds {done}/{spec.epochs} epochs: nothing left to train")
-                return "done"
-            self.resumed_from = done + 1
-            log(f"resuming at epoch {self.resumed_from}/{spec.epochs} from {last}")
-        else:
-            if spec.resume:
-                log(f"resume requested but {last} does not exist: starting from scratch")
-            _fresh_start(run_dir)
+    def _resume_from(self, last: Path) -> bool:
+        """Set `resumed_from` from the epoch `last` holds; False when that checkpoint already has every epoch."""
+        meta = checkpoint_meta(last)
+        if meta is None or "epoch" not in meta:
+            raise RuntimeError(f"cannot resume: {last} is not a readable LibreYOLO training checkpoint")
+        done = int(meta["epoch"]) + 1
+        if done >= self.spec.epochs:
+            self.reporter.info(f"{last} already holds {done}/{self.spec.epochs} epochs: nothing left to train")
+            return False
+        self.resumed_from = done + 1
+        self.reporter.info(f"resuming at epoch {self.resumed_from}/{self.spec.epochs} from {last}")
+        return True
 
-        cls = model_class(spec.family)
-        overrides = dict(spec.train_overrides)
-        unknown = sorted(set(overrides) - allowed_override_keys(cls))
-        if unknown:
-            raise ValueError(f"train_overrides has keys LibreYOLO {spec.family} does not know: {unknown}")
-
-        weights = None if resume else spec.init_weights
-        model = build_model(spec.family, spec.size, spec.num_classes, spec.device, weights=weights, seed=spec.seed)
-        hooks = _Hooks(spec.fault, spec.physical_batch, spec.seed)
-        hooks.install()
+    def _train_kwargs(self, data_yaml: Path, overrides: dict[str, Any], resume_from: Path | None,
+                      hooks: _Hooks) -> dict[str, Any]:
+        """LibreYOLO's `model.train` arguments: the spec's, our defaults, the overrides, resume and callbacks."""
+        spec, run_dir = self.spec, self.run_dir
         amp, amp_dtype = precision_to_amp(spec.precision)
         kwargs: dict[str, Any] = dict(
             data=str(data_yaml), epochs=spec.epochs, imgsz=spec.imgsz, batch=spec.physical_batch,
@@ -464,17 +488,31 @@ class _Run:
         if spec.lr0 is not None:
             kwargs["lr0"] = spec.lr0
         kwargs.update(overrides)
-        if resume:
-            kwargs["resume"] = str(last)  # a path: resume=True would mean "the checkpoint the model was loaded from"
+        if resume_from is not None:  # a path: resume=True would mean "the checkpoint the model was loaded from"
+            kwargs["resume"] = str(resume_from)
         kwargs["callbacks"] = [Progress(self.reporter, spec.epochs, hooks)]
-        if spec.cuda_graph:
-            _watch_graph_capture()
-        init = "last.pt (resume)" if resume else weights or "scratch"
-        log(f"{spec.family}-{spec.size} nc={spec.num_classes} imgsz={spec.imgsz} batch={spec.physical_batch}x"
-            f"{self.accumulation} (effective {spec.effective_batch}) epochs={spec.epochs} device={spec.device} "
-            f"precision={spec.precision} threads={threads} init={init}")
-        model.train(**kwargs)
-        return "done"
+        return kwargs
+
+
+def _check_spec(spec: TrainSpec) -> None:
+    """Reject a spec that contradicts itself (ValueError), before anything is imported or written."""
+    if len(spec.class_names) != spec.num_classes:
+        raise ValueError(f"num_classes={spec.num_classes} but {len(spec.class_names)} class_names")
+    if spec.epochs < 1 or spec.physical_batch < 1 or spec.effective_batch < 1:
+        raise ValueError("epochs, physical_batch and effective_batch must be >= 1")
+    bad = sorted(set(spec.train_overrides) & RESERVED_KEYS)
+    if bad:
+        raise ValueError(f"train_overrides may not set {bad}: the TrainSpec fields own them")
+
+
+def _checked_overrides(spec: TrainSpec) -> dict[str, Any]:
+    """The spec's train_overrides, once LibreYOLO's model class for the family is known to accept every key."""
+    cls = model_class(spec.family)
+    overrides = dict(spec.train_overrides)
+    unknown = sorted(set(overrides) - allowed_override_keys(cls))
+    if unknown:
+        raise ValueError(f"train_overrides has keys LibreYOLO {spec.family} does not know: {unknown}")
+    return overrides
 
 
 _graph_captured = False
