@@ -38,6 +38,7 @@ from bench_assets.platform.document import (
     to_markdown,
 )
 from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
+from bench_assets.platform.marts import missing_columns, table_columns
 
 REFERENCE = "albumentationsx"  # the dbt var augbench_reference_library's default: speedups are relative to it
 SUMMARY_MAX_BYTES = 300_000  # Dagster keeps the summary in its event log
@@ -98,17 +99,11 @@ class PaperReport:
 
 def _columns_by_table(con: Any) -> dict[str, list[str]]:
     """Table of schema main -> its columns, table names lowercased (DuckDB matches them case-insensitively)."""
-    present: dict[str, list[str]] = {}
-    for table_name, column in con.execute(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE table_catalog = "
-            "current_database() AND table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall():
-        present.setdefault(table_name.lower(), []).append(column)
-    return present
+    return {name: columns for (schema, name), columns in table_columns(con).items() if schema == "main"}
 
 
 def _check_columns(report_db: Path, mart: str, wanted: Sequence[str], present: list[str]) -> None:
-    have = {c.lower() for c in present}
-    lacking = [c for c in wanted if c.lower() not in have]
+    lacking = missing_columns(wanted, present)
     if lacking:
         raise PaperReportError(
             f"{report_db}: mart {mart} lacks column(s) {', '.join(lacking)} (it has: "

@@ -32,6 +32,7 @@ from bench_assets.platform.document import (
     to_markdown,
 )
 from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
+from bench_assets.platform.marts import missing_columns, table_columns
 from bench_assets.platform.report_pages import PageInputs, RenderedPage
 
 FORMAT_NOTE = ("AP values are COCO AP x100 with one decimal (0.4853 is shown as 48.5); differences are in the same "
@@ -116,20 +117,8 @@ class _ReportData:
 # ---------------------------------------------------------------------------------------------- reading the marts
 
 
-def _table_columns(con: Any) -> dict[tuple[str, str], list[str]]:
-    """(schema, table) -> columns, names lowercased (DuckDB matches identifiers case-insensitively)."""
-    rows = con.execute("SELECT table_schema, table_name, column_name FROM information_schema.columns "
-                       "WHERE table_catalog = current_database() ORDER BY table_schema, table_name, "
-                       "ordinal_position").fetchall()
-    out: dict[tuple[str, str], list[str]] = {}
-    for schema, table_name, column in rows:
-        out.setdefault((schema.lower(), table_name.lower()), []).append(column)
-    return out
-
-
 def _check_columns(db: Path, table_name: str, wanted: Sequence[str], present: list[str]) -> None:
-    have = {c.lower() for c in present}
-    missing = [c for c in wanted if c.lower() not in have]
+    missing = missing_columns(wanted, present)
     if missing:
         raise ReportSchemaError(
             f"{db}: table {table_name} lacks column(s) {', '.join(missing)} (it has: {', '.join(present)}); "
@@ -150,7 +139,7 @@ def read_marts(report_db: Path) -> tuple[dict[str, list[Row]], bool]:
     if not report_db.is_file():
         raise FileNotFoundError(f"{report_db}: no report database; build it with `dbt build` (the report assets)")
     with duckdb.connect(str(report_db), read_only=True) as con:
-        tables = _table_columns(con)
+        tables = table_columns(con)
         missing = [t for t in MARTS if ("main", t) not in tables]
         if len(missing) == len(MARTS) and not any(t in MARTS for _, t in tables):
             return {t: [] for t in MARTS}, True
@@ -171,7 +160,7 @@ def read_submissions(warehouse_db: Path) -> dict[tuple[str, str], _Submission]:
     import duckdb
 
     with duckdb.connect(str(warehouse_db), read_only=True) as con:
-        tables = _table_columns(con)
+        tables = table_columns(con)
         if ("main", "submissions") not in tables:
             raise ReportSchemaError(f"{warehouse_db}: no table submissions; rebuild the warehouse "
                                     f"(the loader declares it in bench_assets/platform/warehouse_schema.py)")
