@@ -72,10 +72,13 @@ def write_dataset(home: Path, name: str, rng: random.Random) -> str:
                              "image_bytes": n * 50_000, "images": n, "images_without_boxes": 0,
                              "megapixels_max": 0.4, "megapixels_mean": 0.3}
     version = _sha(json.dumps(lock_splits, sort_keys=True).encode())[:12]
-    source = {"kind": "local", "ref": f"/synthetic/{name}", "revision": None}
+    # Catalogue datasets as the rf100vl package path stores them: the locked Roboflow project and version.
+    source = {"kind": "rf100vl" if entry else "local", "ref": f"/synthetic/{name}", "revision": None}
+    roboflow = {"project_name": entry.project_name, "version_id": entry.version_id} if entry else None
     vdir = home / "datasets" / name / version
     atomic_write_json(vdir / "lock.json", {"dataset": name, "format": "bench.dataset-lock.v1", "source": source,
-                                           "source_version": None, "splits": lock_splits, "version": version})
+                                           "source_version": None, "roboflow": roboflow, "splits": lock_splits,
+                                           "version": version})
     n_cls = entry.num_classes if entry else 3
     atomic_write_json(vdir / "dataset.json", {
         "catalog": None, "classes": [f"c{i}" for i in range(n_cls)], "created_at": "2026-11-30T00:00:00+00:00",
@@ -134,6 +137,17 @@ def write_partition(home: Path, model: SyntheticModel, recipe: Path, dataset: st
     atomic_write_json(edir / f"{pfp[:16]}.predictions.meta.json",
                       {"fingerprint": pfp, "inputs": pin, "predictions_sha256": _sha(pred_bytes)})
     (edir / "CURRENT.predictions").write_text(pfp)
+    # what the prediction child writes beside the predictions, with its inference-cost measurement
+    ms = rng.uniform(8, 30)
+    atomic_write_json(edir / f"{pfp[:16]}.predictions.json.result.json", {
+        "status": "done", "images": lock["splits"]["test"]["num_images"], "detections": 1000,
+        "out_path": str(pred_file), "wall_seconds": 3.0, "message": "",
+        "inference": {"batch_size": 1, "num_images": min(50, lock["splits"]["test"]["num_images"]),
+                      "total_ms": {"mean": ms, "std": ms / 10, "p50": ms * 0.98, "p95": ms * 1.2, "p99": ms * 1.3},
+                      "params_millions": 2.0 + model.skill, "gflops": 7.5, "peak_ram_mb": 900.0,
+                      "peak_vram_mb": 1500.0, "input_size": 640, "device": "gpu",
+                      "hardware": {"cpu": "Synthetic CPU", "cpu_cores": 16, "ram_gb": 128, "gpu": "NVIDIA H200",
+                                   "gpu_memory_gb": 139.8, "cuda_version": "12.8", "driver_version": None}}})
     metrics = {m: round(min(1.0, test_ap * (1.0 + 0.3 * k / len(METRICS))), 6) for k, m in enumerate(METRICS)}
     metrics["mAP50_95"] = test_ap
     metrics["mAP_large"] = None if rng.random() < 0.3 else metrics["mAP_large"]  # no large objects: COCO's -1

@@ -54,3 +54,31 @@ def hardware_label(device: str) -> str:
         except Exception:  # noqa: BLE001 - no CUDA: the adapters report the cells unsupported
             label += " + (no CUDA device)"
     return label
+
+
+def hardware_facts() -> dict[str, Any]:
+    """The machine as a submission's `hardware` block describes it: CPU model and cores, RAM, and the first
+    CUDA device (name, memory, CUDA version) when torch sees one. Reads torch only if it is already imported."""
+    import sys
+
+    cpu = platform.processor() or platform.machine()
+    ram_gb = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram_gb = round(int(line.split()[1]) / 2**20)
+                break
+    except OSError:
+        pass
+    facts: dict[str, Any] = {"cpu": cpu, "cpu_cores": os.cpu_count(), "ram_gb": ram_gb, "gpu": None,
+                             "gpu_memory_gb": None, "cuda_version": None, "driver_version": None}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        facts.update(gpu=props.name, gpu_memory_gb=round(props.total_memory / 2**30, 1),
+                     cuda_version=torch.version.cuda)
+    return facts

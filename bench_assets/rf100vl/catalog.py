@@ -1,5 +1,9 @@
 """The RF100-VL catalogue (vendored from the benchmark's dataset list) and the named suites.
 
+Each catalogue dataset also carries the Roboflow project and integer version the published leaderboard entries
+lock it at (`data/rf100vl_versions.csv`, schema `rf100vl.versions.v1`): the rf100vl-package acquisition asks for
+exactly that version, and a submission's `dataset_version` is that integer.
+
 Suites: `rf100vl` (all 100), `rf20vl` (the 20-dataset pilot subset) and `mini` (the embedded
 synthetic datasets that run on a laptop). Datasets imported by hand can join any other suite name.
 """
@@ -28,12 +32,34 @@ class CatalogEntry:
     test_images: int
     universe_slug: str
     license: str
+    project_name: str  # the Roboflow project the versions lock names (may differ from universe_slug)
+    version_id: int  # the Roboflow version of that project the published entries were scored on
+
+
+VERSIONS_FILE = "data/rf100vl_versions.csv"
+VERSIONS_SCHEMA = "rf100vl.versions.v1"
+
+
+def _data_text(name: str) -> str:
+    return resources.files("bench_assets.rf100vl").joinpath(name).read_text()
+
+
+@cache
+def load_versions() -> dict[str, tuple[str, int]]:
+    """dataset -> (Roboflow project name, version id) as the published entries lock them."""
+    rows = list(csv.DictReader(_data_text(VERSIONS_FILE).splitlines()))
+    versions = {r["dataset"]: (r["project_name"], int(r["version_id"])) for r in rows}
+    if len(versions) != len(rows) or len(versions) != 100:
+        raise ValueError(f"{VERSIONS_FILE}: expected 100 distinct datasets, found {len(versions)} in {len(rows)} rows")
+    return versions
 
 
 @cache
 def load_catalog() -> dict[str, CatalogEntry]:
-    text = resources.files("bench_assets.rf100vl").joinpath("data/rf100vl_datasets.csv").read_text()
-    rows = list(csv.DictReader(text.splitlines()))
+    rows = list(csv.DictReader(_data_text("data/rf100vl_datasets.csv").splitlines()))
+    versions = load_versions()
+    if set(versions) != {r["name"] for r in rows}:
+        raise ValueError(f"{VERSIONS_FILE} and rf100vl_datasets.csv list different datasets")
     catalog = {
         r["name"]: CatalogEntry(
             name=r["name"],
@@ -44,6 +70,8 @@ def load_catalog() -> dict[str, CatalogEntry]:
             test_images=int(r["test_images"]),
             universe_slug=r["universe_slug"],
             license=r["license"],
+            project_name=versions[r["name"]][0],
+            version_id=versions[r["name"]][1],
         )
         for r in rows
     }

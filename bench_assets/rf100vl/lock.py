@@ -46,16 +46,26 @@ def version_of(splits: dict[str, dict[str, Any]]) -> str:
 
 
 def build_lock(dataset: str, root: Path, source: dict[str, Any], source_version: str | None,
-               image_ids: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+               image_ids: dict[str, list[Any]] | None = None,
+               roboflow: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The lock of the canonical dataset under `root`. `version` is our content hash; `roboflow` (the Roboflow
+    project and integer version the data was exported from, when the source knows it) sits beside it."""
     splits = {s: split_facts(root / s, (image_ids or {}).get(s)) for s in SPLITS}
     return {
         "format": LOCK_FORMAT,
         "dataset": dataset,
         "version": version_of(splits),
+        "roboflow": roboflow,
         "source": source,
         "source_version": source_version,
         "splits": splits,
     }
+
+
+def roboflow_version(lock: dict[str, Any]) -> int | None:
+    """The Roboflow version id a stored version was exported from (None: the source did not say)."""
+    rf = lock.get("roboflow") or {}
+    return rf.get("version_id") if isinstance(rf.get("version_id"), int) else None
 
 
 def listing_mismatches(split_dir: Path, doc: dict[str, Any] | None = None) -> list[str]:

@@ -110,6 +110,7 @@ class Fetched:
     root: Path  # folder holding train/valid/test
     source_version: str | None = None
     dropped_junk: list[str] = field(default_factory=list)
+    roboflow: dict[str, Any] | None = None  # {"project_name", "version_id"} when the source is that exact export
     owned: bool = True  # True when root is our staging copy (files may be moved, not copied)
 
 
@@ -168,9 +169,13 @@ def _fetch_rf100vl(name: str, staging: Path) -> Fetched:
             f"dataset {name!r}: the rf100vl package is not installed; `make rf100vl-package` installs it, "
             "or use a Hugging Face mirror or a local import"
         ) from None
+    entry = catalog_entry(name)
+    if entry is None:
+        raise SourceError(f"dataset {name!r} is not in the RF100-VL catalogue; the rf100vl package path serves "
+                          "catalogue datasets only (import other data with `bench datasets import PATH`)")
     try:
         dataset = _find_rf100vl_dataset(name, key)
-        dataset.download(str(staging / name), model_format="coco", overwrite=True)
+        _download_locked_version(dataset, entry.project_name, entry.version_id, staging / name)
     except SourceError:
         raise
     except Exception as exc:  # the package raises requests/roboflow errors of many kinds
@@ -179,7 +184,22 @@ def _fetch_rf100vl(name: str, staging: Path) -> Fetched:
             f"dataset {name!r}: Roboflow could not be reached or refused the download ({msg}); "
             "check network access and ROBOFLOW_API_KEY, or use a Hugging Face mirror or a local import"
         ) from None
-    return Fetched(root=dataset_root(staging / name), source_version="rf100vl-latest")
+    return Fetched(root=dataset_root(staging / name), source_version=f"{entry.project_name}/{entry.version_id}",
+                   roboflow={"project_name": entry.project_name, "version_id": entry.version_id})
+
+
+def _download_locked_version(dataset: Any, project_name: str, version_id: int, path: Path) -> None:
+    """Download exactly the locked version of the dataset's Roboflow project (the package's own `download`
+    takes the latest), then apply the package's COCO clean-up (class 0 dropped, ids shifted)."""
+    project_id = str(getattr(dataset.rf_project, "id", "") or "")
+    slug = project_id.rsplit("/", 1)[-1]
+    if slug != project_name:
+        raise SourceError(f"dataset {dataset.name!r}: the rf100vl workspace serves project {slug!r}, the versions "
+                          f"lock (data/rf100vl_versions.csv) says {project_name!r}; the published entries were "
+                          "scored on the locked project, so this download would not be the same data")
+    version = dataset.rf_project.version(version_id)
+    version.download(model_format="coco", location=str(path), overwrite=True)
+    dataset.clean_coco_dataset(str(path))
 
 
 def _find_rf100vl_dataset(name: str, key: str) -> Any:

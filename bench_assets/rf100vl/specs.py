@@ -7,7 +7,7 @@ JSON the child wrote atomically.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -112,3 +112,6 @@ class PredictResult(_Strict):
     out_path: str
     wall_seconds: float
     message: str = ""
+    # Inference cost measured after the predictions (the submission's timing/throughput/model_stats/memory):
+    # None when the measurement itself failed (the predictions stand regardless).
+    inference: dict[str, Any] | None = None

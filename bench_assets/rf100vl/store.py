@@ -178,6 +178,7 @@ def _manifest(name: str, spec: SourceSpec, verified: VerifiedDataset, lock: dict
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "source": spec.describe(),
         "source_version": lock["source_version"],
+        "roboflow": lock["roboflow"],
         "suites": spec.suites,
         "catalog": None if entry is None else {"domain": entry.domain, "num_classes": entry.num_classes,
                                                "num_images": entry.num_images},
@@ -204,7 +205,8 @@ def _place(home: Path, name: str, spec: SourceSpec, hf_cache: Path, log: Callabl
             with staging_dir(datasets_dir / name, "version") as out:
                 _write_canonical(verified, out, move=fetched.owned)
                 lock = build_lock(name, out, spec.describe(), fetched.source_version,
-                                  image_ids={s: [i["id"] for i in verified.coco[s]["images"]] for s in SPLITS})
+                                  image_ids={s: [i["id"] for i in verified.coco[s]["images"]] for s in SPLITS},
+                                  roboflow=fetched.roboflow)
                 manifest = _manifest(name, spec, verified, lock, fetched.dropped_junk)
                 final = datasets_dir / name / lock["version"]
                 created = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import importlib.metadata
 import json
 import platform
 from dataclasses import dataclass, field
@@ -20,15 +21,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench_assets.platform.provenance import source_tree
-from bench_assets.rf100vl.catalog import catalog_entry
-from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT, current_score
+from bench_assets.platform.fsutil import sha256_file
+from bench_assets.platform.provenance import package_versions, source_tree
+from bench_assets.rf100vl import submission_shape as shape
+from bench_assets.rf100vl.catalog import VERSIONS_FILE, catalog_entry, load_versions
+from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT, current_score, predictions_path, score_path
+from bench_assets.rf100vl.lock import roboflow_version
 from bench_assets.rf100vl.models import ModelEntry, read_entry
 from bench_assets.rf100vl.recipes import PROTOCOL_VERSION, recipe_path
 from bench_assets.rf100vl.runplan import parse_model
 from bench_assets.rf100vl.store import current_version, load_record
+from bench_assets.rf100vl.submission_schema import schema_problems
 
 SCHEMA = "va.submission.v1"
+HARNESS_VERSION = "0.1.0"  # the platform's package version (pyproject.toml)
+PREDICT_BATCH = 16  # the prediction child's validation batch (child/predict.py VAL_BATCH)
+VERSIONS_PATH = "bench_assets/rf100vl/data/rf100vl_versions.csv"
+CATALOG_PATH = "bench_assets/rf100vl/data/rf100vl_datasets.csv"
 EXPECTED_DATASETS = 100  # the leaderboard accepts the full RF100-VL benchmark only
 AGGREGATION = "unweighted mean across datasets"
 NOT_IN_CATALOG = "(not in RF100-VL)"
@@ -53,7 +62,7 @@ class DatasetEntry(_Open):
     dataset: str
     num_images: int | None = None
     num_classes: int | None = None
-    dataset_version: str | None = None
+    dataset_version: int | str | None = None  # Roboflow's integer version in the published shape
     weights_sha256: str | None = None
     mAP_50: float | None = Field(default=None, ge=0, le=1)
     mAP_50_95: float = Field(ge=0, le=1)
@@ -89,7 +98,7 @@ class Config(_Open):
 
 
 class Submission(_Open):
-    schema_: str = Field(alias="schema")
+    schema_version: str
     benchmark: dict[str, Any]
     model: dict[str, Any]
     config: Config
@@ -145,14 +154,15 @@ class _CampaignScores:
     nonconformities: set[str] = field(default_factory=set)
     missing: list[str] = field(default_factory=list)  # datasets with no score record
     stale: list[str] = field(default_factory=list)  # scored on another version than the lock says
-    hardware: dict[str, Any] = field(default_factory=dict)  # of the last run with stats
+    hardware: dict[str, Any] = field(default_factory=dict)  # device and precision of the last run with stats
     software: dict[str, Any] = field(default_factory=dict)
 
     def note_run_stats(self, stats: dict[str, Any]) -> None:
-        """Fold in one training run's recipe conformance, device and library versions."""
+        """Fold in one training run's recipe conformance, device, precision and library versions."""
         self.conformant = self.conformant and bool(stats["recipe"]["conformant"])
         self.nonconformities.update(stats["recipe"].get("nonconformities") or [])
-        self.hardware = {"device": stats["device"]["device"], "platform": platform.platform()}
+        self.hardware = {"device": stats["device"]["device"],
+                         "amp_dtype": (stats.get("precision") or {}).get("amp_dtype")}
         self.software = dict(stats.get("capabilities") or {})
 
 
@@ -174,21 +184,38 @@ def _current_run_stats(run_dir: Path) -> dict[str, Any] | None:
     return json.loads(stats_file.read_text()) if stats_file.exists() else None
 
 
-def _dataset_row(name: str, rec: dict[str, Any], stats: dict[str, Any] | None) -> dict[str, Any]:
-    """The submission entry of one scored dataset; `_metrics` (all metrics) is removed once averaged."""
-    pin = rec["prediction_inputs"]
-    m = rec["metrics"]
+def _dataset_row(home: Path, model: str, name: str, rec: dict[str, Any], stats: dict[str, Any] | None
+                 ) -> dict[str, Any]:
+    """The published entry of one scored dataset plus our own keys; `_metrics` and `_cost` are removed once
+    averaged. `dataset_version` is the Roboflow version the scored data was exported from (None: unknown)."""
+    pin, m = rec["prediction_inputs"], rec["metrics"]
+    record = load_record(home / "datasets", name, rec["dataset_version"])
+    pred = predictions_path(home, model, name, rec["inputs"]["predictions_fingerprint"])
     return {
-        "dataset": name, "domain": domain_of(name), "num_images": rec["num_images"],
+        "dataset": name, "num_images": rec["num_images"],
         "num_classes": stats["data"]["num_classes"] if stats else None,
-        "dataset_version": rec["dataset_version"], "weights_sha256": pin["weights_sha256"],
+        "dataset_version": roboflow_version(record.lock) if record else None,
+        "weights": stats["best_checkpoint"] if stats else "", "weights_sha256": pin["weights_sha256"],
+        "result_file": str(score_path(home, model, name, rec["fingerprint"])), "predictions_file": str(pred),
+        "resumed_from_cache": bool(stats["resumed"]) if stats else False,
+        "wall_seconds": stats["wall_seconds"] if stats else None,
         "mAP_50": m["mAP50"], "mAP_50_95": m["mAP50_95"], "mAP_75": m["mAP75"], "AR100": m["AR100"],
-        "AR_max_det": m["AR_max_det"], "wall_seconds": stats["wall_seconds"] if stats else None,
-        "best_epoch": stats["best_epoch"] if stats else None,
+        "AR_max_det": m["AR_max_det"],
+        # ours, under keys of our own
+        "domain": domain_of(name), "dataset_content_version": rec["dataset_version"],
+        "image_id_sha256": pin["image_ids_sha256"], "best_epoch": stats["best_epoch"] if stats else None,
         "valid_mAP_50_95": stats["valid_mAP50_95"] if stats else None,
         "split": rec["split"], "conf": pin["conf"], "nms_iou": pin["iou"], "max_det": pin["max_det"],
-        "_metrics": m,
+        "imgsz": pin["imgsz"], "_metrics": m, "_cost": _inference_cost(pred),
     }
+
+
+def _inference_cost(predictions_file: Path) -> dict[str, Any] | None:
+    """What the prediction child measured of inference (latency, GFLOPs, memory, hardware), or None."""
+    result = predictions_file.with_suffix(".result.json")
+    if not result.exists():
+        return None
+    return json.loads(result.read_text()).get("inference")
 
 
 def _collect_scores(home: Path, model: str, wanted: list[str]) -> _CampaignScores:
@@ -210,7 +237,7 @@ def _collect_scores(home: Path, model: str, wanted: list[str]) -> _CampaignScore
         if stats is not None:
             scores.note_run_stats(stats)
         scores.versions[name] = rec["dataset_version"]
-        scores.rows.append(_dataset_row(name, rec, stats))
+        scores.rows.append(_dataset_row(home, model, name, rec, stats))
     return scores
 
 
@@ -255,6 +282,23 @@ def _source_tree_reasons(tree: dict[str, Any]) -> list[str]:
     return []
 
 
+def _version_reasons(rows: list[dict[str, Any]]) -> list[str]:
+    """Datasets whose scored data is not the Roboflow version the leaderboard's versions lock names."""
+    reasons = []
+    for r in rows:
+        entry = catalog_entry(r["dataset"])
+        if entry is None:
+            continue
+        if r["dataset_version"] is None:
+            reasons.append(f"{r['dataset']}: the Roboflow version of the scored data is unknown (not fetched through "
+                           f"the rf100vl package); the versions lock names {entry.project_name} version "
+                           f"{entry.version_id}")
+        elif r["dataset_version"] != entry.version_id:
+            reasons.append(f"{r['dataset']}: scored on Roboflow version {r['dataset_version']}, the versions lock "
+                           f"(rf100vl.versions.v1) says {entry.version_id}")
+    return reasons
+
+
 def _accuracy_means(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     """The headline accuracy block (unweighted means over datasets); strips each row's `_metrics`."""
     accuracy = {out: _mean([r["_metrics"][src] for r in rows]) for src, out in ACCURACY_FIELDS.items()}
@@ -263,68 +307,163 @@ def _accuracy_means(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     return accuracy
 
 
+def _inference_costs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The measured inference costs of the rows (those whose prediction child measured them); strips `_cost`."""
+    costs = [r["_cost"] for r in rows if r.get("_cost")]
+    for r in rows:
+        r.pop("_cost", None)
+    return costs
+
+
 def _train_runtime(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     walls = [r["wall_seconds"] for r in rows if r["wall_seconds"] is not None]
     return {"train_wall_seconds_total": sum(walls) if walls else None,
             "train_wall_seconds_median": sorted(walls)[len(walls) // 2] if walls else None}
 
 
-def _rf100vl_block(scores: _CampaignScores, reasons: list[str]) -> dict[str, Any]:
+def _repro_block(home: Path, scores: _CampaignScores, recipe_file: str, tree: dict[str, Any]) -> dict[str, Any]:
+    """The published `repro` block: dataset and weights identities, the versions lock, the domain manifest."""
+    rows = scores.rows
+    ident = [{"dataset": r["dataset"], "num_images": r["num_images"], "image_id_sha256": r["image_id_sha256"],
+              "version_id": r["dataset_version"]} for r in rows]
+    weights = [{"dataset": r["dataset"], "file": r["weights"], "sha256": r["weights_sha256"],
+                "source": "per-dataset-finetuned"} for r in rows]
+    locked = {d: v for d, v in load_versions().items() if d in scores.versions}
+    return {
+        "harness_version": HARNESS_VERSION, "harness_commit": tree.get("commit") or "unknown",
+        "harness_dirty": tree.get("dirty"), "protocol_version": PROTOCOL_VERSION,
+        "argv": ["bench", "submission", "build"], "command": "bench submission build",
+        "dataset": {"id": shape.BENCHMARK_ID, "split": SPLIT, "image_id_sha256": shape.dataset_identity(ident),
+                    "identity_scheme": shape.DATASET_IDENTITY_SCHEME, "datasets": ident,
+                    "versions": shape.versions_block(VERSIONS_PATH, sha256_file(_data_file(VERSIONS_FILE)), locked),
+                    "domain_manifest": _domain_manifest()},
+        "weights": {"file": "per-dataset checkpoints", "sha256": shape.weights_identity(weights),
+                    "source": "fine-tuned", "identity_scheme": shape.WEIGHTS_IDENTITY_SCHEME, "datasets": weights},
+        "recipe": {"file": recipe_file, "sha256": ",".join(sorted(scores.recipe_shas)),
+                   "source": "per-dataset stats.json", "dataset_count": len(rows)},
+        "bench": {"source_tree": tree, "content_versions": scores.versions},  # ours: our content hashes
+    }
+
+
+def _domain_manifest() -> dict[str, Any]:
+    """Where the domains come from: the rf100vl package's category file when installed, else our catalogue."""
+    try:
+        from importlib import resources as res
+
+        asset = res.files("rf100vl").joinpath("assets/dataset_name_to_category.json")
+        return shape.domain_manifest_block("rf100vl/assets/dataset_name_to_category.json",
+                                           hashlib.sha256(asset.read_bytes()).hexdigest(),
+                                           f"rf100vl=={importlib.metadata.version('rf100vl')} (PyPI)")
+    except (ModuleNotFoundError, FileNotFoundError, importlib.metadata.PackageNotFoundError):
+        return shape.domain_manifest_block(CATALOG_PATH, sha256_file(_data_file("data/rf100vl_datasets.csv")),
+                                           "unknown")
+
+
+def _data_file(name: str) -> Path:
+    from importlib import resources as res
+
+    return Path(str(res.files("bench_assets.rf100vl").joinpath(name)))
+
+
+def _rf100vl_block(home: Path, model: str, scores: _CampaignScores, reasons: list[str]) -> dict[str, Any]:
     """The `rf100vl` block: protocol, hashes, the computed validity and the per-dataset entries."""
     recipe_shas = sorted(scores.recipe_shas)
     return {
-        "regime": "fine-tune",
+        "regime": "fine-tuned",
         "aggregation": AGGREGATION,
         "protocol": {"version": PROTOCOL_VERSION, "nms_iou": NMS_IOU, "max_det": MAX_DET,
                      "expected_datasets": EXPECTED_DATASETS},
-        "dataset_versions_sha256": dataset_versions_sha256(scores.versions),
-        "recipe_sha256": recipe_shas[0] if len(recipe_shas) == 1 else recipe_shas,
+        "dataset_versions_sha256": sha256_file(_data_file(VERSIONS_FILE)),
+        "recipe_sha256": ",".join(recipe_shas),
+        "per_dataset_results_dir": str(home / "eval" / model),
         "valid_submission": not reasons,
         "invalid_reasons": list(dict.fromkeys(reasons)),
-        "domain_means": domain_means(scores.rows),
         "datasets": scores.rows,
+        "skipped_datasets": sorted(scores.missing),
+        # ours
+        "content_versions_sha256": dataset_versions_sha256(scores.versions),
+        "domain_means": domain_means(scores.rows),
+    }
+
+
+def _identity(model: str, scores: _CampaignScores, wanted: list[str], imgsz: int | None) -> dict[str, Any]:
+    """`model`, `dataset`, `config`, `eval` blocks: what was evaluated, on what, with which settings."""
+    key = parse_model(model)
+    settings = _scored_settings(scores.rows)
+    num_images = sum(r["num_images"] for r in scores.rows)
+    split = sorted(settings["split"])[0]
+    return {
+        "model": shape.model_block(model, key.family, key.size, imgsz),
+        "dataset": {"id": shape.BENCHMARK_ID, "split": split, "num_images": num_images,
+                    "num_datasets": len(scores.rows), "num_datasets_discovered": len(wanted),
+                    "num_datasets_selected": len(wanted)},
+        "config": {"batch_size": PREDICT_BATCH, "input_size": imgsz, "conf": sorted(settings["conf"])[0],
+                   "iou": sorted(settings["nms_iou"])[0], "max_det": sorted(settings["max_det"])[0]},
+        "eval": {"dataset": shape.BENCHMARK_ID, "split": split, "numImages": num_images,
+                 "maxDets": [1, 10, 100, MAX_DET]},
+    }
+
+
+def _machine(scores: _CampaignScores, costs: list[dict[str, Any]], created_at: str) -> dict[str, Any]:
+    """`benchmark`, `hardware`, `software`, `implementation`, `runtime`, `metadata` and the inference blocks."""
+    versions = package_versions("torch", "libreyolo", "onnxruntime", "onnx", "tensorrt")
+    software = shape.software_block(platform.python_version(), versions)
+    facts = costs[0].get("hardware") or {} if costs else {}
+    return {
+        "benchmark": {"harness": shape.HARNESS, "harness_version": HARNESS_VERSION,
+                      "libreyolo_version": software["libreyolo"], "libreyolo_commit": "unknown",
+                      "libreyolo_dirty": None},
+        "hardware": shape.hardware_block(facts),
+        "software": software,
+        **(shape.inference_blocks(costs) if costs else {}),
+        "metadata": {"benchmark_date": created_at[:10], "benchmark_version": HARNESS_VERSION},
+        "implementation": {"provider": "libreyolo", "version": software["libreyolo"]},
+        "runtime": shape.runtime_block(scores.hardware.get("amp_dtype"), scores.hardware.get("device", "cpu")),
     }
 
 
 def build_submission(home: Path, model: str, *, now: str | None = None,
                      tree: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The va.submission.v1 document of `model` over the datasets of its campaign (the model registry)."""
+    """The va.submission.v1 document of `model` over the datasets of its campaign (the model registry), in the
+    shape the published leaderboard entries have, validated against that shape's schema."""
     entry = read_entry(home, model)
     if entry is None:
         raise SubmissionError(f"{home / 'models' / (model + '.json')}: model {model!r} is not registered; "
                               f"run `bench campaign --model {model} --suite ...` first")
-    key = parse_model(model)
     wanted = _campaign_datasets(entry)
     scores = _collect_scores(home, model, wanted)
-    settings = _scored_settings(scores.rows)
-    reasons = scores.lock_reasons + _campaign_reasons(scores, settings, len(wanted))
+    reasons = scores.lock_reasons + _campaign_reasons(scores, _scored_settings(scores.rows), len(wanted))
+    reasons += _version_reasons(scores.rows)
     tree = tree if tree is not None else source_tree()
     reasons += _source_tree_reasons(tree)
+    created_at = now or dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     accuracy = _accuracy_means(scores.rows)
-    recipe_file = str(recipe_path(key.family, entry.recipe))  # provenance; the recipe hash is what counts
-    return {
-        "schema": SCHEMA,
-        "benchmark": {"name": "RF100-VL", "split": sorted(settings["split"])[0], "suite": entry.suite or "custom"},
-        "model": {"name": model, "family": key.family, "size": key.size},
-        "config": {"conf": sorted(settings["conf"])[0], "iou": sorted(settings["nms_iou"])[0],
-                   "max_det": sorted(settings["max_det"])[0]},
-        "hardware": scores.hardware,
-        "software": scores.software,
-        "runtime": _train_runtime(scores.rows),
-        "accuracy": accuracy,
-        "eval": {"maxDets": [1, 10, 100, MAX_DET]},
-        "repro": {"datasets": sorted(scores.versions), "versions": scores.versions, "recipe": recipe_file,
-                  "recipe_variant": entry.recipe, "source_tree": tree, "limits": None},
-        "metadata": {"created_at": now or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                     "builder": "bench_assets.rf100vl.submission"},
-        "rf100vl": _rf100vl_block(scores, reasons),
-    }
+    costs = _inference_costs(scores.rows)
+    imgsz = next((r["imgsz"] for r in scores.rows), None)
+    recipe_file = str(recipe_path(parse_model(model).family, entry.recipe))
+    doc = {"schema_version": SCHEMA, "submission_id": "", "created_at": created_at,
+           **_identity(model, scores, wanted, imgsz), **_machine(scores, costs, created_at), "accuracy": accuracy,
+           "repro": _repro_block(home, scores, recipe_file, tree), "rf100vl": _rf100vl_block(home, model, scores, [])}
+    doc["submission_id"] = shape.submission_id(doc["model"], doc["runtime"], doc["hardware"], created_at)
+    doc["bench"] = {"suite": entry.suite or "custom", "recipe_variant": entry.recipe,
+                    "train_runtime": _train_runtime(scores.rows), "builder": "bench_assets.rf100vl.submission"}
+    reasons += [f"not in the published shape: {p}" for p in schema_problems(doc)]
+    doc["rf100vl"]["valid_submission"] = not reasons
+    doc["rf100vl"]["invalid_reasons"] = list(dict.fromkeys(reasons))
+    return doc
 
 
 def _parse_submission(doc: dict[str, Any], source: str) -> Submission:
-    """The document as a `Submission` of schema va.submission.v1, or SubmissionError naming the first bad field."""
+    """The document as a `Submission` in the published shape, or SubmissionError naming the bad fields."""
     from pydantic import ValidationError
 
+    if isinstance(doc, dict) and "schema" in doc and "schema_version" not in doc:
+        raise SubmissionError(f"{source}: field schema is set but the published shape's key is schema_version "
+                              "(this is an older bench file); rebuild it with `bench submission build`")
+    problems = schema_problems(doc)
+    if problems:
+        raise SubmissionError(f"{source}: not in the published va.submission.v1 shape ({len(problems)} problem(s)): "
+                              + "; ".join(problems[:8]) + "; fix the file")
     try:
         sub = Submission.model_validate(doc)
     except ValidationError as exc:
@@ -332,8 +471,6 @@ def _parse_submission(doc: dict[str, Any], source: str) -> Submission:
         loc = ".".join(str(p) for p in first["loc"])
         raise SubmissionError(f"{source}: field {loc}: {first['msg']}; fix the file "
                               f"({len(exc.errors())} problem(s) in all)") from None
-    if sub.schema_ != SCHEMA:
-        raise SubmissionError(f"{source}: field schema is {sub.schema_!r}, expected {SCHEMA!r}")
     return sub
 
 
@@ -345,20 +482,54 @@ def _require_distinct_datasets(names: list[str], source: str) -> None:
         raise SubmissionError(f"{source}: rf100vl.datasets is empty; nothing to import")
 
 
+MEAN_CHECKED = ("mAP_50_95", "mAP_50", "mAP_75", "AR100", "AR_max_det")  # stated in accuracy and per dataset
+
+
 def _accuracy_problems(sub: Submission) -> list[str]:
-    """Where the stated headline means (accuracy.mAP_50_95, accuracy.mAP_50) disagree with the datasets'."""
+    """Where a stated headline mean (accuracy.<metric>) disagrees with the mean of the per-dataset entries."""
     datasets = sub.rf100vl.datasets
     problems = []
-    for field_name, values in (("mAP_50_95", [d.mAP_50_95 for d in datasets]),
-                               ("mAP_50", [d.mAP_50 for d in datasets])):
+    for field_name in MEAN_CHECKED:
         stated = sub.accuracy.get(field_name)
-        recomputed = _mean(values)
+        recomputed = _mean([getattr(d, field_name) for d in datasets])
         if stated is None and field_name == "mAP_50_95":
             problems.append("accuracy.mAP_50_95 is missing")
         elif stated is not None and recomputed is not None and abs(stated - recomputed) > MEAN_TOLERANCE:
-            problems.append(f"accuracy.{field_name} states {stated:.6f} but the mean over its {len(values)} "
+            problems.append(f"accuracy.{field_name} states {stated:.6f} but the mean over its {len(datasets)} "
                             f"datasets is {recomputed:.6f}")
     return problems
+
+
+def _count_problems(doc: dict[str, Any]) -> list[str]:
+    """Where the stated counts and hashes disagree with the entries they summarise."""
+    entries = doc["rf100vl"]["datasets"]
+    out = []
+    stated_images, summed = doc["dataset"]["num_images"], sum(e["num_images"] for e in entries)
+    if stated_images != summed:
+        out.append(f"dataset.num_images states {stated_images} but rf100vl.datasets sum to {summed}")
+    if doc["dataset"]["num_datasets"] != len(entries):
+        out.append(f"dataset.num_datasets states {doc['dataset']['num_datasets']} but {len(entries)} are listed")
+    versions = doc["repro"]["dataset"]["versions"]
+    if doc["rf100vl"]["dataset_versions_sha256"] != versions["sha256"]:
+        out.append(f"rf100vl.dataset_versions_sha256 is {doc['rf100vl']['dataset_versions_sha256']} but "
+                   f"repro.dataset.versions.sha256 is {versions['sha256']}")
+    for e in entries:
+        locked = (versions["datasets"].get(e["dataset"]) or {}).get("version_id")
+        if locked is not None and e["dataset_version"] != locked:
+            out.append(f"rf100vl.datasets[{e['dataset']}].dataset_version is {e['dataset_version']} but the file's "
+                       f"own versions lock says {locked}")
+    return out
+
+
+def _lock_reasons(doc: dict[str, Any]) -> list[str]:
+    """Datasets the file locks at another Roboflow project or version than rf100vl.versions.v1 (ours) does."""
+    ours = load_versions()
+    out = []
+    for name, v in sorted(doc["repro"]["dataset"]["versions"]["datasets"].items()):
+        if name in ours and (v["project_name"], v["version_id"]) != ours[name]:
+            out.append(f"{name}: locked at {v['project_name']} version {v['version_id']}, rf100vl.versions.v1 "
+                       f"says {ours[name][0]} version {ours[name][1]}")
+    return out
 
 
 def _domain_mean_problems(stated_means: dict[str, dict[str, Any]], entries: list[dict[str, Any]]) -> list[str]:
@@ -384,7 +555,8 @@ def _domain_mean_problems(stated_means: dict[str, dict[str, Any]], entries: list
 def _leaderboard_reasons(sub: Submission, n_datasets: int) -> list[str]:
     """Why a well-formed imported file is not a valid leaderboard entry, its own stated reasons included."""
     rf = sub.rf100vl
-    reasons = protocol_reasons(split=str(sub.benchmark.get("split", "")), n_datasets=n_datasets,
+    split = str((getattr(sub, "dataset", None) or {}).get("split", ""))
+    reasons = protocol_reasons(split=split, n_datasets=n_datasets,
                                expected=EXPECTED_DATASETS, nms_iou=rf.protocol.nms_iou, max_det=rf.protocol.max_det)
     if abs(sub.config.iou - NMS_IOU) > 1e-9 or sub.config.max_det != MAX_DET:
         reasons.append(f"config iou={sub.config.iou} max_det={sub.config.max_det} differ from the protocol")
@@ -406,13 +578,13 @@ def check_imported(doc: dict[str, Any], source: str) -> tuple[Submission, list[s
     rf = sub.rf100vl
     names = [d.dataset for d in rf.datasets]
     _require_distinct_datasets(names, source)
-    problems = _accuracy_problems(sub)
+    problems = _accuracy_problems(sub) + _count_problems(doc)
     if rf.domain_means:
         problems += _domain_mean_problems(rf.domain_means, [d.model_dump() for d in rf.datasets])
     if problems:
         raise SubmissionError(f"{source}: the stated means do not follow from the per-dataset entries: "
                               + "; ".join(problems))
-    return sub, _leaderboard_reasons(sub, len(names))
+    return sub, _lock_reasons(doc) + _leaderboard_reasons(sub, len(names))
 
 
 def import_submission(home: Path, file: Path) -> tuple[Path, Submission, list[str]]:

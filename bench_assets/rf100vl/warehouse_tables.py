@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bench_assets.platform.warehouse import WarehouseTable
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.evaluation import predictions_path
+from bench_assets.rf100vl.lock import roboflow_version
 from bench_assets.rf100vl.sources import read_spec
 from bench_assets.rf100vl.store import current_version, iter_versions, load_record
 from bench_assets.rf100vl.verify import SPLITS
@@ -29,6 +30,7 @@ COLUMNS: dict[str, dict[str, str]] = {
     "datasets": {
         "dataset": "VARCHAR", "version": "VARCHAR", "is_current": "BOOLEAN", "created_at": "VARCHAR",
         "source_kind": "VARCHAR", "source_ref": "VARCHAR", "source_version": "VARCHAR", "suites": "VARCHAR[]",
+        "roboflow_project": "VARCHAR", "roboflow_version": "BIGINT", "locked_roboflow_version": "BIGINT",
         "in_catalog": "BOOLEAN", "domain": "VARCHAR", "catalog_num_classes": "BIGINT", "num_classes": "BIGINT",
         "class_names": "VARCHAR[]", "images": "BIGINT", "boxes": "BIGINT", "train_images": "BIGINT",
         "valid_images": "BIGINT", "test_images": "BIGINT", "train_boxes": "BIGINT", "valid_boxes": "BIGINT",
@@ -122,6 +124,10 @@ def _dataset_rows(home: Path) -> pd.DataFrame:
             "source_kind": m["source"]["kind"],
             "source_ref": m["source"]["ref"],
             "source_version": m["source_version"],
+            # the Roboflow export the data came from (when its source said) and the version the leaderboard locks
+            "roboflow_project": (rec.lock.get("roboflow") or {}).get("project_name"),
+            "roboflow_version": roboflow_version(rec.lock),
+            "locked_roboflow_version": entry.version_id if entry else None,
             "suites": sorted(set(spec.suites if spec else []) | ({"rf100vl"} if entry else set())
                              | ({"rf20vl"} if entry and entry.rf20vl else set())),
             "in_catalog": entry is not None,
@@ -333,10 +339,10 @@ def _submission_rows(home: Path) -> pd.DataFrame:
         doc, reasons = _read_submission(origin, path)
         rf, acc = doc.get("rf100vl", {}), doc.get("accuracy", {})
         recipe = rf.get("recipe_sha256")
+        ours = doc.get("bench") or {}
         rows.append({
-            "model": doc["model"]["name"], "origin": origin,
-            "created_at": (doc.get("metadata") or {}).get("created_at"),
-            "split": doc.get("benchmark", {}).get("split"), "suite": doc.get("benchmark", {}).get("suite"),
+            "model": doc["model"]["name"], "origin": origin, "created_at": doc.get("created_at"),
+            "split": (doc.get("dataset") or {}).get("split"), "suite": ours.get("suite", "rf100vl"),
             "expected_datasets": rf.get("protocol", {}).get("expected_datasets"),
             "datasets_scored": len(rf.get("datasets", [])),
             "mAP50_95": acc.get("mAP_50_95"), "mAP50": acc.get("mAP_50"), "mAP75": acc.get("mAP_75"),
@@ -357,8 +363,10 @@ def _submission_dataset_rows(home: Path) -> pd.DataFrame:
     for origin, path in _submission_files(home):
         doc = json.loads(path.read_text())
         for d in doc.get("rf100vl", {}).get("datasets", []):
+            version = d.get("dataset_version")
             rows.append({"model": doc["model"]["name"], "origin": origin, "dataset": d["dataset"],
-                         **{c: d.get(c) for c in ("dataset_version", "num_images", "num_classes", "weights_sha256",
+                         "dataset_version": None if version is None else str(version),
+                         **{c: d.get(c) for c in ("num_images", "num_classes", "weights_sha256",
                                                   "AR100", "AR_max_det", "wall_seconds")},
                          "mAP50_95": d.get("mAP_50_95"), "mAP50": d.get("mAP_50"), "mAP75": d.get("mAP_75")})
     return pd.DataFrame(rows)

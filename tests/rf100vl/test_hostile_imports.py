@@ -131,24 +131,37 @@ def test_hf_mirror_source(instance, bench_home: Path, tmp_path: Path, monkeypatc
     assert touched == []
 
 
-class _StandInProject:
-    """What `rf100vl.get_rf100vl_projects()` yields, downloading a corpus case instead of Roboflow's export."""
+class _StandInVersion:
+    """A Roboflow project version whose export is a corpus case instead of Roboflow's."""
 
-    name = "actions"
+    def __init__(self, case: str, asked: list[int], number: int):
+        self.case, self.asked, self.number = case, asked, number
 
-    def __init__(self, case: str):
-        self.case = case
-
-    def download(self, location: str, model_format: str, overwrite: bool) -> None:
+    def download(self, model_format: str, location: str, overwrite: bool) -> None:
         assert model_format == "coco"
+        self.asked.append(self.number)
         shutil.copytree(CORPUS / "broken" / self.case, location, dirs_exist_ok=overwrite)
+
+
+class StandInDataset:
+    """What `rf100vl.get_rf100vl_projects()` yields for one dataset: its Roboflow project (id, versions) and the
+    package's COCO clean-up, which runs for real (`rf100vl.dataset.RF100VlDataset.clean_coco_dataset`)."""
+
+    def __init__(self, case: str, name: str = "actions", project: str = "rf100-vl/actions-zzid2-zb1hq-amih"):
+        from rf100vl.dataset import RF100VlDataset
+
+        self.name, self.asked = name, []
+        self.rf_project = type("Project", (), {"id": project,
+                                               "version": lambda _s, n: _StandInVersion(case, self.asked, n)})()
+        self.clean_coco_dataset = RF100VlDataset.clean_coco_dataset.__get__(self)
+        self.get_clean_ann_data = RF100VlDataset.get_clean_ann_data.__get__(self)
 
 
 def test_rf100vl_package_source(instance, bench_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from bench_assets.rf100vl import sources
 
     monkeypatch.setenv("ROBOFLOW_API_KEY", "rf_test_key_never_used")
-    monkeypatch.setattr(sources, "_find_rf100vl_dataset", lambda name, key: _StandInProject("file_name_other_split"))
+    monkeypatch.setattr(sources, "_find_rf100vl_dataset", lambda name, key: StandInDataset("file_name_other_split"))
     before = _tree(tmp_path)
     _assert_refused(_import(instance, "actions"), "actions", bench_home, "climbs out of its split folder")
     assert _touched(before, _tree(tmp_path), bench_home, tmp_path) == []

@@ -100,3 +100,39 @@ def test_catalogue_mini_names_match_the_generator() -> None:
     from bench_assets.rf100vl.mini import MINI_SUITE as generated_names
 
     assert catalogue_names == generated_names
+
+
+def test_rf100vl_package_fetches_exactly_the_locked_version_and_the_lock_records_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The package's own download takes the latest version; ours asks for the one rf100vl.versions.v1 locks."""
+    from bench_assets.rf100vl import sources
+    from bench_assets.rf100vl.lock import roboflow_version
+    from bench_assets.rf100vl.store import load_record, materialize_dataset
+    from tests.rf100vl.test_hostile_imports import StandInDataset
+
+    stand_in = StandInDataset("valid_base")
+    monkeypatch.setenv("ROBOFLOW_API_KEY", "rf_test_key_never_used")
+    monkeypatch.setattr(sources, "_find_rf100vl_dataset", lambda name, key: stand_in)
+    home = tmp_path / "bench"
+    spec = sources.SourceSpec(kind="rf100vl")
+    with pytest.raises(Exception, match="class_count_matches_catalog"):  # the corpus case is not the real data
+        materialize_dataset(home, "actions", spec, home / "cache")
+    assert stand_in.asked == [1]  # actions-zzid2-zb1hq-amih version 1, as the published entries lock it
+    version = next((home / "datasets" / "actions").glob("*/lock.json")).parent.name
+    rec = load_record(home / "datasets", "actions", version)
+    assert rec.lock["roboflow"] == {"project_name": "actions-zzid2-zb1hq-amih", "version_id": 1}
+    assert roboflow_version(rec.lock) == 1 and rec.lock["source_version"] == "actions-zzid2-zb1hq-amih/1"
+
+
+def test_rf100vl_package_refuses_a_project_other_than_the_locked_one(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench_assets.rf100vl import sources
+    from tests.rf100vl.test_hostile_imports import StandInDataset
+
+    stand_in = StandInDataset("valid_base", project="rf100-vl/actions-zzid2-zb1hq-amih-rsbpp")
+    monkeypatch.setenv("ROBOFLOW_API_KEY", "rf_test_key_never_used")
+    monkeypatch.setattr(sources, "_find_rf100vl_dataset", lambda name, key: stand_in)
+    with pytest.raises(SourceError, match="serves project 'actions-zzid2-zb1hq-amih-rsbpp', the versions lock .* "
+                                          "says 'actions-zzid2-zb1hq-amih'"):
+        sources.fetch(sources.SourceSpec(kind="rf100vl"), "actions", tmp_path / "s", tmp_path / "c")
+    assert stand_in.asked == []

@@ -10,11 +10,13 @@ import pytest
 
 from bench_assets.platform.warehouse import query, rebuild_warehouse
 from bench_assets.rf100vl.submission import (
+    MEAN_CHECKED,
     SubmissionError,
     build_submission,
     import_submission,
     submission_path,
 )
+from bench_assets.rf100vl.submission_schema import schema_problems
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
@@ -29,9 +31,9 @@ def full_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_full_conformant_campaign_is_a_valid_submission(full_campaign: Path) -> None:
-    doc = build_submission(full_campaign, "syna-t", tree=CLEAN_TREE, now="2026-11-30T00:00:00+00:00")
+    doc = build_submission(full_campaign, "syna-t", tree=CLEAN_TREE, now="2026-11-30T00:00:00Z")
     rf = doc["rf100vl"]
-    assert doc["schema"] == "va.submission.v1"
+    assert doc["schema_version"] == "va.submission.v1" and schema_problems(doc) == []
     assert rf["valid_submission"] is True and rf["invalid_reasons"] == []
     assert len(rf["datasets"]) == 100 and rf["protocol"]["expected_datasets"] == 100
     assert doc["accuracy"]["mAP_50_95"] == pytest.approx(fmean(d["mAP_50_95"] for d in rf["datasets"]))
@@ -43,7 +45,7 @@ def test_a_full_conformant_campaign_is_a_valid_submission(full_campaign: Path) -
              for p in full_campaign.glob("eval/syna-t/*/*.score.json")]
     assert None in large
     assert doc["accuracy"]["mAP_large"] == pytest.approx(fmean(v for v in large if v is not None))
-    again = build_submission(full_campaign, "syna-t", tree=CLEAN_TREE, now="2026-11-30T00:00:00+00:00")
+    again = build_submission(full_campaign, "syna-t", tree=CLEAN_TREE, now="2026-11-30T00:00:00Z")
     assert again == doc  # a pure function of the artifacts
 
 
@@ -87,18 +89,27 @@ def test_import_recomputes_means_and_refuses_a_summary_that_does_not_follow(full
     path.write_text(json.dumps(doc))
     with pytest.raises(SubmissionError, match=r"domain_means.Medical.mAP_50_95 states"):
         import_submission(home, path)
+    doc["rf100vl"]["domain_means"]["Medical"]["mAP_50_95"] -= 0.02
     del doc["rf100vl"]["datasets"][3]["mAP_50_95"]
     path.write_text(json.dumps(doc))
-    with pytest.raises(SubmissionError, match=r"field rf100vl.datasets.3.mAP_50_95: Field required"):
+    with pytest.raises(SubmissionError, match=r"rf100vl.datasets.3: 'mAP_50_95' is a required property"):
         import_submission(home, path)
+
+
+def _restate(doc: dict) -> None:
+    """Make the summary fields follow from the per-dataset entries again (after a test edits the entries)."""
+    entries = doc["rf100vl"]["datasets"]
+    for key in MEAN_CHECKED:
+        doc["accuracy"][key] = fmean(d[key] for d in entries)
+    doc["dataset"]["num_images"] = sum(d["num_images"] for d in entries)
+    doc["dataset"]["num_datasets"] = len(entries)
 
 
 def test_an_imported_claim_of_validity_is_rechecked(full_campaign: Path, tmp_path: Path) -> None:
     path, doc = _published_file(full_campaign, tmp_path)
     doc["rf100vl"]["datasets"] = doc["rf100vl"]["datasets"][:20]
     doc["rf100vl"]["domain_means"] = None
-    doc["accuracy"]["mAP_50_95"] = fmean(d["mAP_50_95"] for d in doc["rf100vl"]["datasets"])
-    doc["accuracy"]["mAP_50"] = fmean(d["mAP_50"] for d in doc["rf100vl"]["datasets"])
+    _restate(doc)
     doc["rf100vl"]["protocol"]["nms_iou"] = 0.7
     path.write_text(json.dumps(doc))
     _, _, reasons = import_submission(tmp_path / "bench", path)

@@ -47,6 +47,7 @@ from bench_assets.rf100vl.child.common import (
 from bench_assets.rf100vl.specs import EXIT_DONE, EXIT_FAILED, EXIT_OOM, PredictResult, PredictSpec
 
 VAL_BATCH = 16
+TIMING_IMAGES = 50  # images timed one by one for the inference-cost figures (after one warm-up call)
 
 
 def result_path(out_path: str | Path) -> Path:
@@ -75,7 +76,58 @@ def finalize_detections(raw: list[dict[str, Any]], image_ids: set[int], category
     return out
 
 
-def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int]:
+def _percentile(sorted_ms: list[float], q: float) -> float:
+    return sorted_ms[min(len(sorted_ms) - 1, int(round(q * (len(sorted_ms) - 1))))]
+
+
+def measure_inference(model: Any, images: list[Path], spec: PredictSpec) -> dict[str, Any]:
+    """Per-image latency (batch 1, whole call: load, preprocess, forward, NMS) over up to TIMING_IMAGES test
+    images after one warm-up call, parameters, GFLOPs of one forward at the input size, and peak memory."""
+    import resource
+    import statistics
+    import time
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from bench_assets.platform.provenance import hardware_facts
+
+    kwargs = {"imgsz": spec.imgsz, "conf": spec.conf, "iou": spec.iou, "max_det": spec.max_det}
+    timed = images[:TIMING_IMAGES]
+    model(str(timed[0]), **kwargs)  # warm-up: lazy initialisation is not inference
+    total_ms = []
+    for path in timed:
+        t0 = time.perf_counter()
+        model(str(path), **kwargs)
+        total_ms.append((time.perf_counter() - t0) * 1000.0)
+    ordered = sorted(total_ms)
+    core = model.model
+    with torch.no_grad(), FlopCounterMode(display=False) as flops:
+        core(torch.zeros(1, 3, spec.imgsz, spec.imgsz, device=next(core.parameters()).device))
+    cuda = torch.cuda.is_available() and spec.device != "cpu"
+    return {
+        "batch_size": 1, "num_images": len(timed),
+        "total_ms": {"mean": statistics.fmean(total_ms), "std": statistics.pstdev(total_ms),
+                     "p50": _percentile(ordered, 0.50), "p95": _percentile(ordered, 0.95),
+                     "p99": _percentile(ordered, 0.99)},
+        "params_millions": model.info(verbose=False)["parameters"] / 1e6,
+        "gflops": flops.get_total_flops() / 1e9,
+        "peak_ram_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "peak_vram_mb": torch.cuda.max_memory_allocated() / 2**20 if cuda else None,
+        "input_size": spec.imgsz, "device": "gpu" if cuda else "cpu", "hardware": hardware_facts(),
+    }
+
+
+def _measured(model: Any, images: list[Path], spec: PredictSpec, reporter: Reporter) -> dict[str, Any] | None:
+    """`measure_inference`, or None with a log line when it fails (the predictions do not depend on it)."""
+    try:
+        return measure_inference(model, images, spec)
+    except Exception as exc:  # noqa: BLE001 - a cost figure is never worth failing the predictions
+        reporter.info(f"inference cost not measured: {type(exc).__name__}: {exc}")
+        return None
+
+
+def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int, dict[str, Any] | None]:
     weights = require_local_file(spec.weights, "weights")  # before the torch/LibreYOLO import
     dataset_dir = Path(spec.dataset_dir).resolve()
     ann = json.loads((dataset_dir / spec.split / ANNOTATIONS_FILE).read_text(encoding="utf-8"))
@@ -106,7 +158,8 @@ def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int]:
         atomic_write_bytes(out_path, gzip.compress(payload, compresslevel=6, mtime=0))
         m = {k: metrics.get(k) for k in ("metrics/mAP50", "metrics/mAP50-95") if hasattr(metrics, "get")}
         reporter.info(f"wrote {len(dets)} detections to {out_path} (LibreYOLO's own score on this split: {m})")
-        return len(image_ids), len(dets)
+        images = sorted(dataset_dir / spec.split / str(i["file_name"]) for i in ann["images"])
+        return len(image_ids), len(dets), _measured(model, images, spec, reporter)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -118,9 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     reporter = Reporter()
     images = detections = 0
+    inference = None
     status, message, code = "failed", "", EXIT_FAILED
     try:
-        images, detections = run_predict(spec, reporter)
+        images, detections, inference = run_predict(spec, reporter)
         status, code = "done", EXIT_DONE
     except BaseException as exc:  # noqa: BLE001 - every outcome must end in a result file
         code = EXIT_OOM if is_oom(exc) else EXIT_FAILED
@@ -129,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc(file=sys.stderr)
     result = PredictResult(status=status, images=images, detections=detections,  # type: ignore[arg-type]
                            out_path=str(Path(spec.out_path).resolve()), wall_seconds=round(clock(), 3),
-                           message=message)
+                           message=message, inference=inference)
     atomic_write_json(result_path(spec.out_path), result.model_dump(mode="json"))
     reporter.close()
     return code

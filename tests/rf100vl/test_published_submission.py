@@ -1,0 +1,170 @@
+"""Submissions both ways in the published shape: a leaderboard entry exactly as the existing harness publishes it
+(tests/corpus/submissions/yolov9-t.published.json, made by tests/corpus/make_published_submission.py from the
+published field list) imports unchanged; a file we build has the same shape (JSON Schema in
+bench_assets/rf100vl/data/va_submission_v1.schema.json); build -> import gives the same marts."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from statistics import fmean
+
+import pytest
+
+from bench_assets.platform.warehouse import query
+from bench_assets.rf100vl.catalog import DOMAINS, load_versions
+from bench_assets.rf100vl.submission import SubmissionError, build_submission, check_imported, import_submission
+from bench_assets.rf100vl.submission_schema import schema_problems
+from bench_assets.rf100vl.submission_shape import dataset_identity, weights_identity
+from tests.conftest import CORPUS, run_bench
+from tests.synthetic_campaign import make_campaign
+
+PUBLISHED = CORPUS / "submissions" / "yolov9-t.published.json"
+CLEAN_TREE = {"commit": "0" * 40, "dirty": False, "changed_files": []}
+
+
+def _published() -> dict:
+    return json.loads(PUBLISHED.read_text())
+
+
+def test_the_published_file_has_the_published_shape_and_identities() -> None:
+    doc = _published()
+    assert schema_problems(doc) == []
+    assert "schema" not in doc and doc["schema_version"] == "va.submission.v1"
+    assert all(type(d["dataset_version"]) is int for d in doc["rf100vl"]["datasets"])
+    # the identity schemes recompute to what the file states
+    assert dataset_identity(doc["repro"]["dataset"]["datasets"]) == doc["repro"]["dataset"]["image_id_sha256"]
+    assert weights_identity(doc["repro"]["weights"]["datasets"]) == doc["repro"]["weights"]["sha256"]
+    # its versions lock is ours (rf100vl.versions.v1 as published entries lock the 100 datasets)
+    versions = doc["repro"]["dataset"]["versions"]["datasets"]
+    locked = {d: (v["project_name"], v["version_id"]) for d, v in versions.items()}
+    assert locked == load_versions()
+
+
+def test_a_genuine_published_file_imports_unchanged_into_every_mart(tmp_path: Path) -> None:
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=4, seed=5)
+    res = run_bench("submission", "import", str(PUBLISHED), home=home)
+    assert res.returncode == 0, res.stderr
+    assert "imported yolov9-t: 100 datasets" in res.stdout and "not a valid leaderboard entry" not in res.stdout
+    stored = home / "submissions" / "imported" / "yolov9-t.json"
+    assert stored.read_bytes() == PUBLISHED.read_bytes()  # unchanged
+    doc = _published()
+    res = run_bench("report", home=home)
+    assert (home / "report" / "report.md").exists(), res.stderr
+    report = home / "report.duckdb"
+    lead = {r["model"]: r for r in query(report, "SELECT model, origin, mAP50_95, datasets_scored, valid_submission "
+                                                 "FROM leaderboard")}
+    entry = lead["yolov9-t"]
+    headline = fmean(d["mAP_50_95"] for d in doc["rf100vl"]["datasets"])  # recomputed from the entries
+    assert entry["origin"] == "imported" and entry["datasets_scored"] == 100 and entry["valid_submission"]
+    assert entry["mAP50_95"] == pytest.approx(headline, abs=1e-9)
+    domains = {r["domain"]: r for r in query(report, "SELECT domain, datasets, mAP50_95 FROM domain_scores "
+                                                     "WHERE model = 'yolov9-t'")}
+    assert set(domains) == set(DOMAINS) and sum(r["datasets"] for r in domains.values()) == 100
+    from bench_assets.rf100vl.catalog import catalog_entry
+
+    for domain, row in domains.items():
+        mine = [d["mAP_50_95"] for d in doc["rf100vl"]["datasets"] if catalog_entry(d["dataset"]).domain == domain]
+        assert row["mAP50_95"] == pytest.approx(fmean(mine), abs=1e-9)
+    rows = query(home / "warehouse.duckdb", "SELECT dataset_version FROM submission_datasets WHERE dataset = 'actions'")
+    assert rows == [{"dataset_version": str(load_versions()["actions"][1])}]
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d["accuracy"].__setitem__("mAP_50_95", d["accuracy"]["mAP_50_95"] + 0.01),
+     r"accuracy.mAP_50_95 states 0\.\d{6} but the mean over its 100 datasets is 0\.\d{6}"),
+    (lambda d: d["accuracy"].__setitem__("AR_max_det", 0.9),
+     r"accuracy.AR_max_det states 0.900000 but the mean"),
+    (lambda d: d["dataset"].__setitem__("num_images", 1),
+     r"dataset.num_images states 1 but rf100vl.datasets sum to \d+"),
+    (lambda d: d["rf100vl"]["datasets"][0].__setitem__("dataset_version", 99),
+     r"rf100vl.datasets\[-grccs\].dataset_version is 99 but the file's own versions lock says 2"),
+    (lambda d: d["rf100vl"]["datasets"][0].__setitem__("dataset_version", "a1b2c3"),
+     r"rf100vl.datasets.0.dataset_version: 'a1b2c3' is not of type 'integer'"),
+    (lambda d: d.__setitem__("schema", d.pop("schema_version")),
+     r"field schema is set but the published shape's key is schema_version"),
+    (lambda d: d.pop("timing"), r"\(top level\): 'timing' is a required property"),
+])
+def test_real_disagreements_are_refused_with_field_and_values(edit, message: str) -> None:  # noqa: ANN001
+    doc = _published()
+    edit(doc)
+    with pytest.raises(SubmissionError, match=message):
+        check_imported(doc, "published.json")
+
+
+def test_a_file_locked_at_other_versions_imports_but_is_not_a_valid_entry() -> None:
+    doc = _published()
+    doc["repro"]["dataset"]["versions"]["datasets"]["actions"]["version_id"] = 7
+    next(d for d in doc["rf100vl"]["datasets"] if d["dataset"] == "actions")["dataset_version"] = 7
+    _, reasons = check_imported(doc, "published.json")
+    assert reasons[0] == ("actions: locked at actions-zzid2-zb1hq-amih version 7, rf100vl.versions.v1 says "
+                          "actions-zzid2-zb1hq-amih version 1")
+
+
+def test_a_built_submission_has_the_published_shape_and_round_trips(tmp_path: Path) -> None:
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=100, seed=3)
+    built = build_submission(home, "syna-t", tree=CLEAN_TREE, now="2026-11-30T00:00:00Z")
+    assert schema_problems(built) == [] and built["rf100vl"]["valid_submission"], built["rf100vl"]["invalid_reasons"]
+    published_keys = set(_published())
+    assert published_keys <= set(built) and set(built) - published_keys == {"bench"}  # ours under a new key
+    for block in ("benchmark", "model", "dataset", "config", "hardware", "software", "accuracy", "timing",
+                  "throughput", "model_stats", "memory", "metadata", "eval", "implementation", "runtime"):
+        assert set(_published()[block]) <= set(built[block]), block
+    assert built["repro"]["dataset"]["identity_scheme"] == _published()["repro"]["dataset"]["identity_scheme"]
+    assert built["repro"]["weights"]["identity_scheme"] == _published()["repro"]["weights"]["identity_scheme"]
+    assert built["rf100vl"]["dataset_versions_sha256"] == built["repro"]["dataset"]["versions"]["sha256"]
+    assert {d["dataset"]: d["dataset_version"] for d in built["rf100vl"]["datasets"]} == {
+        d: v for d, (_, v) in load_versions().items()}
+    # round trip: the built file imported under another name lands in the marts with the same numbers
+    copy_doc = copy.deepcopy(built)
+    copy_doc["model"]["name"] = "syna-t-again"
+    file = tmp_path / "again.json"
+    file.write_text(json.dumps(copy_doc))
+    import_submission(home, file)
+    res = run_bench("report", home=home)
+    assert (home / "report.duckdb").exists(), res.stderr
+    marts = {m: {r["origin"]: r for r in query(home / "report.duckdb",
+                                               f"SELECT * FROM {m} WHERE model IN ('syna-t', 'syna-t-again')")}
+             for m in ("leaderboard",)}
+    ours, again = marts["leaderboard"]["ours"], marts["leaderboard"]["imported"]
+    for col in ("mAP50_95", "mAP50", "mAP75", "AR_max_det", "datasets_scored"):
+        assert again[col] == pytest.approx(ours[col], abs=1e-12), col
+    scores = query(home / "report.duckdb", "SELECT model, dataset, mAP50_95, mAP50 FROM dataset_scores "
+                                           "WHERE model IN ('syna-t', 'syna-t-again') ORDER BY dataset, model")
+    pairs = {}
+    for r in scores:
+        pairs.setdefault(r["dataset"], []).append((r["mAP50_95"], r["mAP50"]))
+    assert len(pairs) == 100 and all(a == b for a, b in pairs.values())
+
+
+def test_a_dataset_not_at_the_locked_roboflow_version_invalidates_the_build(tmp_path: Path) -> None:
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=100, seed=3)
+    for name, roboflow in (("actions", None), ("aerial-airport", {"project_name": "x", "version_id": 9})):
+        lock_file = next((home / "datasets" / name).glob("*/lock.json"))
+        lock = json.loads(lock_file.read_text())
+        lock["roboflow"] = roboflow
+        lock_file.write_text(json.dumps(lock))
+    doc = build_submission(home, "syna-t", tree=CLEAN_TREE, now="2026-11-30T00:00:00Z")
+    reasons = doc["rf100vl"]["invalid_reasons"]
+    assert ("actions: the Roboflow version of the scored data is unknown (not fetched through the rf100vl package); "
+            "the versions lock names actions-zzid2-zb1hq-amih version 1") in reasons
+    assert "aerial-airport: scored on Roboflow version 9, the versions lock (rf100vl.versions.v1) says 1" in reasons
+    assert not doc["rf100vl"]["valid_submission"]
+    assert any(r.startswith("not in the published shape: rf100vl.datasets.") and "None is not of type 'integer'" in r
+               for r in reasons)
+
+
+def test_catalogue_domains_follow_the_rf100vl_domain_manifest() -> None:
+    """Our catalogue's domains are the rf100-vl repository's categories with the published canonicalization."""
+    from importlib import resources
+
+    from bench_assets.rf100vl.catalog import load_catalog
+    from bench_assets.rf100vl.submission_shape import DOMAIN_SOURCE
+
+    raw = json.loads(resources.files("rf100vl").joinpath("assets/dataset_name_to_category.json").read_text())
+    canon = DOMAIN_SOURCE["canonicalization"]
+    assert {n: e.domain for n, e in load_catalog().items()} == {n: canon.get(c, c) for n, c in raw.items()}
