@@ -416,7 +416,8 @@ def _published_blocks(data: _ReportData) -> list[Block]:
         return [Heading("Published comparison"), Paragraph("No published references.")]
     return [Heading("Published comparison"),
             table(["Rank", "Model", "Origin", "Family", "Size", "mAP50-95", "Datasets", "vs best published"],
-                  [[_fmt_count(r["rank_overall"]), r["model"], r["origin"], r["family"] or "—", r["size"] or "—",
+                  [[_fmt_count(r["rank_overall"]), _coverage_label(r, data), r["origin"], r["family"] or "—",
+                    r["size"] or "—",
                     fmt_ap(r["mAP50_95"]), _fmt_count(r["datasets_scored"]),
                     fmt_ap_diff(r["delta_vs_best_published"])] for r in rows],
                   numeric=[0, 5, 6, 7])]
@@ -439,9 +440,24 @@ def _model_comparison_blocks(data: _ReportData) -> list[Block]:
 # ---------------------------------------------------------------------------------------------- plots
 
 
+def _coverage_label(r: Row, data: _ReportData) -> str:
+    """The model's name, plus what it covers when that is less than a published result: a 4-dataset smoke run
+    is labelled "(4/100 datasets, non-conformant recipe)", never drawn as if it were a full campaign."""
+    if r["origin"] == "published":
+        return r["model"]
+    board = {(b["model"], b["origin"]): b for b in data.leaderboard}.get((r["model"], r["origin"]), {})
+    notes = []
+    scored = r.get("datasets_scored")
+    if scored is not None and scored < 100:  # published results cover the 100 RF100-VL datasets
+        notes.append(f"{scored}/100 datasets")
+    if board.get("recipe_conformant") is False:
+        notes.append("non-conformant recipe")
+    return f"{r['model']} ({', '.join(notes)})" if notes else r["model"]
+
+
 def _leaderboard_bars(data: _ReportData) -> list[tuple[str, str, float | None]]:
     rows = data.marts["published_comparison"] or data.leaderboard
-    bars = [(r["model"], r["origin"], _num(r["mAP50_95"])) for r in rows]
+    bars = [(_coverage_label(r, data), r["origin"], _num(r["mAP50_95"])) for r in rows]
     return sorted(bars, key=lambda b: (b[2] is None, -(b[2] or 0.0), b[0], b[1]))
 
 

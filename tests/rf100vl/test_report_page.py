@@ -130,7 +130,8 @@ def test_markdown_numbers_are_x100_one_decimal(rendered: tuple[Any, str, str]) -
     assert "| 2 | ours-b | ours | 3/4 | 35.0 | 52.0 | — | 50.0 | 20.0 | 1.0 | 40.0 | no | no |" in md  # NULL mAP75
     assert "| medical | ours-a | ours | 2 | 49.6 | 67.0 |" in md
     assert "| 1 | yolo-pub-l | published | yolo | l | 49.0 | — | +0.0 |" in md
-    assert "| 2 | ours-a | ours | ours | s | 48.5 | 4 | -0.5 |" in md
+    # a model over fewer than the 100 datasets a published result covers says so beside its name
+    assert "| 2 | ours-a (4/100 datasets) | ours | ours | s | 48.5 | 4 | -0.5 |" in md
     assert "| ours-a | d3 | medical | 62.0 | 20.0 | -42.0 |" in md  # the worst valid/test gap is listed
     assert "1 of 7 (model, dataset) pairs of ours differ by more than 5 points" in md
     assert "| ours-a | ours-b | 3 | +3.3 | [-5.0, +14.3] | within noise" in md
