@@ -1,9 +1,15 @@
-"""`rf100vl/checkpoint` [dataset x model]: fine-tune in a Pipes child on a leased lane."""
+"""`rf100vl/checkpoint` [dataset x model]: fine-tune in a Pipes child on a leased lane; its check
+`labels_reached_loss` (sanity.py) fails a run whose box loss stayed near zero while the train split has boxes."""
 
+import json
+import warnings
 from pathlib import Path
 
 import dagster as dg
 
+from bench_assets.platform.check_results import check_result
+from bench_assets.platform.findings import Finding
+from bench_assets.rf100vl import sanity
 from bench_assets.rf100vl.dataset_assets import dataset
 from bench_assets.rf100vl.launcher import log_tail, run_child
 from bench_assets.rf100vl.models import model_recipe
@@ -12,11 +18,23 @@ from bench_assets.rf100vl.plots import png_markdown, training_curves
 from bench_assets.rf100vl.recipes import RecipeError
 from bench_assets.rf100vl.specs import TrainSpec
 from bench_assets.rf100vl.store import load_record
-from bench_assets.rf100vl.training import TrainingFailed, TrainRequest, read_result, train_partition
+from bench_assets.rf100vl.training import (
+    RESULT_FILE,
+    TrainingFailed,
+    TrainRequest,
+    current_run,
+    read_result,
+    train_partition,
+)
+from bench_assets.rf100vl.verify import ANNOTATIONS_FILE
 from resources.bench_home import BenchHome
 from resources.gpu_lanes import GpuLanes
 
 TRAIN_CHILD = "bench_assets.rf100vl.child.train"
+
+# Partitioned asset checks are "preview" in dagster 1.13 (as in checks.py); the checkpoint and predictions checks
+# are per partition.
+warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec")
 
 
 class CheckpointConfig(dg.Config):
@@ -100,3 +118,42 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointConfig, home
     epochs = [e.model_dump() for e in result.epochs] if result else []
     return dg.MaterializeResult(metadata=checkpoint_metadata(out.stats, epochs, out.skipped, out.variants_tried),
                                 data_version=dg.DataVersion(out.stats["best_checkpoint_sha256"][:16]))
+
+
+def _train_annotations(home: BenchHome, ds_name: str, version: str) -> dict | None:
+    """The train split's COCO document of a stored dataset version, or None when that version is gone."""
+    try:
+        record = load_record(home.datasets_dir, ds_name, version)
+    except FileNotFoundError:
+        return None
+    path = record.path / "train" / ANNOTATIONS_FILE if record else None
+    return json.loads(path.read_bytes()) if path is not None and path.exists() else None
+
+
+class LabelsReachedLossConfig(dg.Config):
+    near_zero: float = sanity.NEAR_ZERO_BOX_LOSS  # healthy runs: box loss 0.1-7; collapsed ones ~1e-5 or 0
+
+
+@dg.asset_check(asset=checkpoint, partitions_def=dataset_model_partitions, blocking=False,
+                description="Labels reached the loss: a run whose box loss (result.json epochs[].losses) stays near "
+                            "zero on every epoch while the train split has boxes fails, naming the training size "
+                            "and the median object size at that size.")
+def labels_reached_loss(context: dg.AssetCheckExecutionContext, config: LabelsReachedLossConfig,
+                        home: BenchHome) -> dg.AssetCheckResult:
+    ds_name, model_key = split_key(context)
+    partition = f"{model_key}/{ds_name}"
+    run = current_run(home.path / "runs", model_key, ds_name)
+    if run is None:
+        return check_result(Finding(False, f"{partition}: no finished training run to judge"))
+    run_dir, stats = run
+    result_file = run_dir / RESULT_FILE
+    epochs = json.loads(result_file.read_text())["epochs"] if result_file.exists() else []
+    imgsz = stats["signature_fields"]["imgsz"]
+    train = _train_annotations(home, ds_name, stats["dataset_version"])
+    if train is None:
+        return check_result(Finding(False, f"{partition}: the dataset version {stats['dataset_version']} the run "
+                                           "trained on is not stored; cannot count its train boxes"))
+    finding = sanity.labels_reached_loss(partition, ds_name, epochs, len(train["annotations"]), imgsz,
+                                         sanity.median_object_px(train, imgsz), config.near_zero)
+    finding.facts["run_dir"] = str(run_dir)
+    return check_result(finding)

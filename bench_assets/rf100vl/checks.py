@@ -6,9 +6,12 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from bench_assets.platform.check_results import check_result
 from bench_assets.platform.fsutil import free_space
+from bench_assets.rf100vl import sanity
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
+from bench_assets.rf100vl.evaluation import MAX_DET, SPLIT
 from bench_assets.rf100vl.lock import lock_mismatches
 from bench_assets.rf100vl.partitions import dataset_partitions
 from bench_assets.rf100vl.preflight import (
@@ -114,6 +117,24 @@ def class_count_matches_catalog(context: dg.AssetCheckExecutionContext, home: Be
 
 
 @dg.asset_check(asset=dataset, partitions_def=dataset_partitions,
+                description="The stored test ground truth fed back as predictions (score 1.0, same image and "
+                            "category ids) scores mAP50-95 1.0 on every scoring backend (images with at most "
+                            "max_det boxes): the scorer sees the ids the split holds.")
+def ground_truth_scores_perfect(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
+    from bench_assets.rf100vl import scoring
+
+    record = _record(home, context.partition_key)
+    if record is None:
+        return _missing(context.partition_key)
+    try:
+        gt = scoring.load_json_any(record.path / SPLIT / ANNOTATIONS_FILE)  # what the scores asset reads
+    except (OSError, scoring.InputUnreadable) as exc:
+        return dg.AssetCheckResult(passed=False, description=f"{record.name} test: unreadable ground truth: {exc}")
+    return check_result(sanity.ground_truth_scores_perfect(record.name, gt, scoring.BACKENDS, scoring.score,
+                                                           MAX_DET))
+
+
+@dg.asset_check(asset=dataset, partitions_def=dataset_partitions,
                 description="Preflight warning: free disk covers training on this dataset (its files again plus "
                             "LibreYOLO's resized-image cache, ~953 KB per image at 640 px, plus 1 GB margin).")
 def disk_projection(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
@@ -158,5 +179,6 @@ def libreyolo_trainconfig(context: dg.AssetCheckExecutionContext) -> dg.AssetChe
         "required_fields": len(PLATFORM_TRAIN_FIELDS)})
 
 
-dataset_checks = [lock_matches_files, splits_non_empty, hygiene, class_count_matches_catalog, disk_projection]
+dataset_checks = [lock_matches_files, splits_non_empty, hygiene, class_count_matches_catalog,
+                  ground_truth_scores_perfect, disk_projection]
 catalog_checks = [writable_dirs, libreyolo_trainconfig]

@@ -6,11 +6,11 @@ import dagster as dg
 
 from bench_assets.platform.contribution import FamilyContribution
 from bench_assets.platform.report_pages import Page
-from bench_assets.rf100vl.checkpoint_assets import checkpoint
+from bench_assets.rf100vl.checkpoint_assets import checkpoint, labels_reached_loss
 from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.jobs import JOBS
-from bench_assets.rf100vl.prediction_assets import predictions
+from bench_assets.rf100vl.prediction_assets import predicted_classes_exist, predictions
 from bench_assets.rf100vl.report_page import MARTS, render_page
 from bench_assets.rf100vl.schedules import rescore_on_scoring_change, rf100vl_backfill, rf100vl_dataset_backfill
 from bench_assets.rf100vl.score_assets import scores
@@ -22,7 +22,7 @@ from resources.gpu_lanes import GpuLanes
 
 defs = dg.Definitions(
     assets=[catalog, dataset, checkpoint, predictions, scores, submission],
-    asset_checks=[*catalog_checks, *dataset_checks],
+    asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, predicted_classes_exist],
     jobs=list(JOBS),
     sensors=[inbox_sensor, rescore_on_scoring_change],
     schedules=[rf100vl_backfill, rf100vl_dataset_backfill],

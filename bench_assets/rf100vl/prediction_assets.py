@@ -1,12 +1,17 @@
-"""`rf100vl/predictions` [dataset x model]: the best checkpoint on `test`, saved as gzip COCO detections."""
+"""`rf100vl/predictions` [dataset x model]: the best checkpoint on `test`, saved as gzip COCO detections; its check
+`predicted_classes_exist` (sanity.py) fails a file naming a category id the test split does not have."""
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
+from bench_assets.platform.check_results import check_result
+from bench_assets.platform.findings import Finding
 from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text, sha256_file
+from bench_assets.rf100vl import sanity
 from bench_assets.rf100vl.checkpoint_assets import checkpoint
 from bench_assets.rf100vl.child.predict import result_path as predict_result_path
 from bench_assets.rf100vl.evaluation import (
@@ -14,6 +19,7 @@ from bench_assets.rf100vl.evaluation import (
     MAX_DET,
     NMS_IOU,
     SPLIT,
+    current_predictions_meta,
     current_predictions_pointer,
     fingerprint,
     prediction_inputs,
@@ -24,6 +30,7 @@ from bench_assets.rf100vl.partitions import dataset_model_partitions, split_key
 from bench_assets.rf100vl.specs import PredictResult, PredictSpec
 from bench_assets.rf100vl.store import DatasetRecord, load_record
 from bench_assets.rf100vl.training import current_run
+from bench_assets.rf100vl.verify import ANNOTATIONS_FILE
 from resources.bench_home import BenchHome
 from resources.gpu_lanes import GpuLanes
 
@@ -122,3 +129,28 @@ def predictions(context: dg.AssetExecutionContext, config: PredictionsConfig, ho
                                       "predictions_sha256": sha256_file(out), "run_dir": str(run_dir)})
     atomic_write_text(current_predictions_pointer(home.path, model_key, ds_name), fp + "\n")
     return _materialization(fp, out, result, stats, inputs)
+
+
+@dg.asset_check(asset=predictions, partitions_def=dataset_model_partitions, blocking=False,
+                description="Every predicted category id is one of the test split's categories (unknown ids are "
+                            "listed with their detection counts).")
+def predicted_classes_exist(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
+    ds_name, model_key = split_key(context)
+    partition = f"{model_key}/{ds_name}"
+    meta = current_predictions_meta(home.path, model_key, ds_name)
+    if meta is None:
+        return check_result(Finding(False, f"{partition}: no current predictions to judge"))
+    version = meta["inputs"]["dataset_version"]
+    try:
+        record = load_record(home.datasets_dir, ds_name, version)
+    except FileNotFoundError:
+        record = None
+    if record is None:
+        return check_result(Finding(False, f"{partition}: dataset version {version} the predictions were made on "
+                                           "is not stored"))
+    test = json.loads((record.path / SPLIT / ANNOTATIONS_FILE).read_bytes())
+    path = predictions_path(home.path, model_key, ds_name, meta["fingerprint"])
+    dets = json.loads(gzip.decompress(path.read_bytes()))
+    finding = sanity.predicted_classes_exist(partition, dets, test["categories"])
+    finding.facts.update(predictions=str(path), dataset_version=version)
+    return check_result(finding)
