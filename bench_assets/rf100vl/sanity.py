@@ -8,7 +8,8 @@ The Dagster shells live next to their assets: `labels_reached_loss` on `rf100vl/
   copied into `result.json` `epochs[].losses`: yolo9 `box`/`cls`/`dfl`, yolox `iou`/`obj`/`cls`/`l1`). The
   box-regression term is zero when the assigner finds no positive anchor (no box reached the loss), and ~1e-5
   when the positives it finds carry almost no weight (objects a few pixels wide at the training size: the
-  `make demo` mini-dense run at 160 px). A healthy run's box loss is 0.1-7. LibreYOLO does not expose the
+  `make demo` mini-dense run at 160 px before the generator fix, 7.5 px objects). A healthy run's box loss is
+  0.1-7. LibreYOLO does not expose the
   positive count (its yolo9 loss computes `num_fg` but the trainer does not log it), so the box loss is the
   signal: near zero on every epoch while the train split has boxes fails, with the training size and the
   median object size at that size (sqrt(w*h) scaled by imgsz / max(image w, h), the letterbox scale).
@@ -31,7 +32,7 @@ from typing import Any
 
 from bench_assets.platform.findings import Finding
 
-NEAR_ZERO_BOX_LOSS = 1e-3  # healthy runs: 0.1-7 on every epoch; the collapsed mini-dense run: <= 4.3e-05
+NEAR_ZERO_BOX_LOSS = 1e-3  # healthy runs: 0.1-7 on every epoch; the old demo mini-dense run: <= 4.3e-05
 BOX_LOSS_KEYS = ("box", "iou", "giou", "bbox")  # the box-regression component: yolo9 "box", yolox "iou"
 FINEST_STRIDE_PX = 8  # the P3 stride of the YOLO heads (yolo9, yolox): one anchor point per 8 x 8 px
 AP_TOLERANCE = 1e-9
