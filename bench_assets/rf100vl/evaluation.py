@@ -60,18 +60,24 @@ def score_inputs(pred_meta: dict[str, Any], predictions_file: Path, gt_file: Pat
 
 def score_record(fp: str, inputs: dict[str, Any], dataset: str, model: str, dataset_version: str,
                  both: BothResult, prediction_inputs: dict[str, Any]) -> dict[str, Any]:
-    """The `<fp>.score.json` document of one partition: the fast headline, the reference metrics and
-    their parity audit, and `warnings`, what was scored but deserves a look (e.g. an empty predictions
-    list, which scores 0.0); the scores asset logs each at WARNING and shows them in its metadata."""
+    """The `<fp>.score.json` document of one partition: the fast headline (`engine`: the library and
+    version that computed it), the reference metrics and their parity audit (metrics and accumulated
+    precision/recall arrays, zero tolerance, with `engines`), `warnings`, what was scored but deserves
+    a look (an empty predictions list, which scores 0.0; images over max_det), and `max_det_cut`, the
+    facts about detections over max_det (`images_over`: images carrying more than max_det, which our
+    own prediction step must never write; `detections_cut`: detections COCOeval did not evaluate;
+    `images`: per image). The scores asset logs each warning at WARNING and shows them in its metadata."""
     head, ref = both.headline, both.reference
+    cut = head.max_det_cut
     return {
         "fingerprint": fp, "inputs": inputs, "dataset": dataset, "model": model,
         "dataset_version": dataset_version, "split": SPLIT,
-        "metrics": head.metrics, "backend": head.backend,
+        "metrics": head.metrics, "backend": head.backend, "engine": head.engine,
         "reference_metrics": ref.metrics, "parity": both.audit.to_dict(),
         "num_images": head.num_images, "num_gt": head.num_gt, "num_dets": head.num_dets,
         "seconds": {"fast": head.seconds, "reference": ref.seconds},
         "warnings": list(head.warnings),
+        "max_det_cut": cut.to_dict() if cut is not None else None,
         "prediction_inputs": prediction_inputs,
     }
 

@@ -29,7 +29,9 @@ class ScoresConfig(dg.Config):
 
 def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dict,
                    force: bool = False) -> tuple[dict, bool]:
-    """(score record, recomputed?) for one partition, from the saved predictions file only."""
+    """(score record, recomputed?) for one partition, from the saved predictions file only. Predictions over
+    max_det on an image are scored as pycocotools scores them (not refused: `strict=False`); the record's
+    `max_det_cut` and `warnings` say so, and the asset logs it as an error of the prediction step."""
     from bench_assets.rf100vl import scoring
     from bench_assets.rf100vl.evaluation import predictions_path
 
@@ -44,7 +46,7 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
         return json.loads(out.read_text()), False
     gt = scoring.load_json_any(gt_file)
     dets = scoring.load_json_any(pred_file)
-    both = scoring.score_both(gt, dets, max_det=MAX_DET, source=str(pred_file))
+    both = scoring.score_both(gt, dets, max_det=MAX_DET, source=str(pred_file), strict=False)
     rec = score_record(fp, inputs, ds_name, model_key, record.version, both, pred_meta["inputs"])
     atomic_write_json(out, rec)
     atomic_write_text(current_score_pointer(home_path, model_key, ds_name), fp)
@@ -53,7 +55,8 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
 
 @dg.asset(key=["rf100vl", "scores"], group_name="rf100vl", partitions_def=dataset_model_partitions,
           deps=[predictions], kinds={"coco"},
-          description="13 COCO metrics at maxDets 500 (faster-coco-eval headline, pycocotools parity audit).")
+          description="13 COCO metrics at maxDets 500 (hotcoco headline, pycocotools parity audit of the metrics and "
+                      "the precision/recall arrays; detections over max_det reported, never refused).")
 def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchHome) -> dg.MaterializeResult:
     from bench_assets.rf100vl import scoring
 
@@ -72,15 +75,25 @@ def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchH
         context.log.warning(warning)
     if rec["parity"]["differing"]:
         context.log.error(f"fast and reference backends disagree: {rec['parity']}")
+    cut = rec.get("max_det_cut") or {"images_over": 0, "detections_cut": 0}  # absent from older records
+    if cut["images_over"]:
+        context.log.error(f"{model_key}/{ds_name}: our predictions carry more than {MAX_DET} detections on "
+                          f"{cut['images_over']} image(s), which the prediction step must never write (scored as "
+                          f"pycocotools scores them; {cut['detections_cut']} detection(s) not evaluated)")
     meta_out = {k: dg.MetadataValue.float(float(v)) for k, v in m.items() if v is not None}
     meta_out.update({
         "fingerprint": dg.MetadataValue.text(rec["fingerprint"]),
         "headline_backend": dg.MetadataValue.text(rec["backend"]),
+        "engine": dg.MetadataValue.text(rec.get("engine", "")),
         "parity": dg.MetadataValue.json(rec["parity"]),
         "recomputed": dg.MetadataValue.bool(recomputed),
         "undefined_metrics": dg.MetadataValue.json([k for k, v in m.items() if v is None]),
         "images": dg.MetadataValue.int(rec["num_images"]),
         "detections": dg.MetadataValue.int(rec["num_dets"]),
         "warnings": dg.MetadataValue.json(warnings),
+        # facts for an asset check: our own predictions over max_det per image are a bug of the prediction step
+        "images_over_max_det": dg.MetadataValue.int(cut["images_over"]),
+        "detections_cut": dg.MetadataValue.int(cut["detections_cut"]),
+        "max_det_cut": dg.MetadataValue.json(rec.get("max_det_cut") or cut),
     })
     return dg.MaterializeResult(metadata=meta_out, data_version=dg.DataVersion(rec["fingerprint"][:16]))

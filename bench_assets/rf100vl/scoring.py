@@ -5,48 +5,68 @@ No Dagster, no torch, no model: `score(gt, dets, backend=..., max_det=500)` read
 results list), and returns the 13 `METRICS`. The COCO libraries are imported inside the functions,
 so `import scoring` costs only numpy.
 
-Two backends, one reading of their output:
+Backends, one reading of their output (`BACKENDS`):
 - `"reference"`: stock `pycocotools.cocoeval.COCOeval` (the results go through stock `COCO.loadRes`);
-- `"fast"`: faster-coco-eval's C++ matcher and accumulator (the core of `COCOeval_faster`), fed
-  directly from the validated arrays instead of through its Python COCO layers (`_run_fast`); a test
-  holds its accumulated arrays bit-identical to the library's own `COCOeval_faster` route. The
-  ground-truth side can be built once and reused across calls (`PreparedGT`).
+- `"fast"`: hotcoco's Rust `COCOeval` (a port of pycocotools), fed directly from the validated arrays
+  (`_run_fast`: ground truth through `COCO.from_arrays`, built once per `PreparedGT`; detections as
+  one `(N, 7)` array through `loadRes`; image and category ids mapped to their rank, which keeps
+  every order COCOeval depends on);
+- `"hotcoco"`: hotcoco through its pycocotools-compatible API as a user runs it (`COCO(dict)`,
+  `loadRes(list)`); a test holds it cell for cell equal to `"fast"`;
+- `"faster-coco-eval"`: faster-coco-eval's C++ matcher and accumulator (the core of
+  `COCOeval_faster`), fed directly (`_run_faster_coco_eval`; a test holds it bit-identical to the
+  library's own `COCOeval_faster` route, `"_fast_coco"`, which is not public).
 
-The two libraries differ in one documented way: stock precision is tp / (tp + fp + eps) with
-eps = np.spacing(1), faster-coco-eval's tp / (tp + fp). They differ only where tp + fp == 1, i.e.
-a category's top-ranked detection is a hit: 1 - 2^-52 (stock) vs 1.0 (fast); that value survives
-interpolation only when the next-ranked detection is a miss. Summary metrics are then equal to
-~1e-16 (often bit-identical); `parity` counts both.
+Parity (`parity`, `score_both`): the accumulated `precision` [T,R,K,A,M] and `recall` [T,K,A,M]
+arrays are compared cell for cell, with zero tolerance by default, besides the 13 metrics. hotcoco
+1.3.0 equals stock pycocotools in every cell on every input the tests and the audit tried (the
+corpus files, the scoring tests' inputs, generated dense splits with > 500 boxes and > 500
+detections on an image, crowd boxes, ties, empty images, boxes on the area-bucket boundaries);
+that is why `"fast"` runs on it. faster-coco-eval differs in one documented way: stock precision is
+tp / (tp + fp + eps) with eps = np.spacing(1), faster-coco-eval's tp / (tp + fp). They differ only
+where tp + fp == 1, i.e. a category's top-ranked detection is a hit: 1 - 2^-52 (stock, hotcoco) vs
+1.0 (faster-coco-eval); that value survives interpolation only when the next-ranked detection is a
+miss. Summary metrics are then equal to ~1e-16 (often bit-identical). hotcoco refuses negative
+image or category ids (pycocotools takes them): `"fast"` is unaffected (it maps ids to ranks),
+the `"hotcoco"` backend raises `GroundTruthInvalid` naming hotcoco's refusal.
 
 Neither library's `summarize()` is used. Stock `summarize()` hard-codes maxDets=100 for the AP
 lines (with maxDets=[1,10,500] the headline is -1; with [1,10,100,500] everything is silently read
-at 100), and faster-coco-eval's layout shifts with `len(maxDets)`. Both backends instead run with
+at 100), and faster-coco-eval's layout shifts with `len(maxDets)`. Every backend instead runs with
 `params.maxDets = sorted({1, 10, 100, max_det})` and the metrics are read from the accumulated arrays
-`eval["precision"]` [T,R,K,A,M] and `eval["recall"]` [T,K,A,M]: AP at `max_det` is the mean of the
-entries > -1 of `precision[:, :, :, area, index(max_det)]` (AP50/AP75: the IoU row 0.50/0.75; size
-buckets: area index 1/2/3 = small/medium/large as COCOeval sizes them, from the GT `area`), AR_k the
-same over `recall[..., index(k)]`. -1 ("no ground truth in this bucket") is excluded from every mean;
-a metric whose entries are all -1 is undefined and reported as None (never -1). The headline
-mAP50_95 must be defined: `ScoreUndefined` otherwise (ground truth without boxes).
+`eval["precision"]` and `eval["recall"]`: AP at `max_det` is the mean of the entries > -1 of
+`precision[:, :, :, area, index(max_det)]` (AP50/AP75: the IoU row 0.50/0.75; size buckets: area
+index 1/2/3 = small/medium/large as COCOeval sizes them, from the GT `area`), AR_k the same over
+`recall[..., index(k)]`. -1 ("no ground truth in this bucket") is excluded from every mean; a metric
+whose entries are all -1 is undefined and reported as None (never -1). The headline mAP50_95 must
+be defined: `ScoreUndefined` otherwise (ground truth without boxes).
 
-The maxDets cap of COCOeval applies per image per category; the platform's protocol is stricter:
-at most `max_det` detections per image in total (`validate_predictions` rejects more), so the cap
-never truncates a valid file.
+More than `max_det` detections on an image is scored as stock pycocotools scores it, by every
+backend: `COCOeval.computeIoU` and `evaluateImg` sort the detections of one (image, category) by
+score, highest first, with a stable sort (`np.argsort([-d['score'] for d in dt], kind='mergesort')`,
+so ties keep results-file order), and keep the first `maxDets[-1]`; `accumulate` then reads the first
+`maxDet` of each for every maxDets entry. Nothing is refused. What was over is reported as a fact
+(`MaxDetCut` in `ScoreResult.max_det_cut`, and a line in `warnings`): the images carrying more than
+`max_det` detections in total (the protocol's bound: at most `max_det` per image, all categories
+together) and how many detections the evaluator never saw (beyond `max_det` in one (image,
+category)), per image. `strict=True` (`bench score --strict`) refuses such a file instead, with the
+message the protocol check always gave.
 
 Detections are read as strictly as COCO writes them (`_check_predictions`, the one validation every
 path goes through): image_id and category_id are JSON integers, bbox and score finite JSON numbers;
 nothing is converted (a string "3", a float 3.0 or a boolean is refused, naming the item, the value
 and the fix). An empty list is valid and scores 0.0, with a warning in `ScoreResult.warnings`.
 
-Ground truth with annotation id 0 is rejected (`GroundTruthInvalid`): both backends use the id as
+Ground truth with annotation id 0 is rejected (`GroundTruthInvalid`): the backends use the id as
 the match marker where 0 means "unmatched", so such a box could never count as found. Canonical
-datasets are renumbered from 1 by `verify.py`.
+datasets are renumbered from 1 by `verify.py`. A missing `iscrowd` means 0 (stock pycocotools would
+raise KeyError; the reference backend gets a copy with `iscrowd: 0` filled in).
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
+import gc
 import io
 import json
 import math
@@ -54,6 +74,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal
@@ -62,8 +83,12 @@ import numpy as np
 
 from bench_assets.rf100vl.verify import NUMBER_TYPES, is_number
 
-Backend = Literal["fast", "reference"]
-BACKENDS: tuple[str, ...] = ("fast", "reference")
+Backend = Literal["fast", "reference", "hotcoco", "faster-coco-eval"]
+BACKENDS: tuple[str, ...] = ("fast", "reference", "hotcoco", "faster-coco-eval")
+# backend -> the library that evaluates (`engine_version` names it with its version)
+ENGINES: dict[str, str] = {"fast": "hotcoco", "reference": "pycocotools", "hotcoco": "hotcoco",
+                           "faster-coco-eval": "faster-coco-eval", "_fast_coco": "faster-coco-eval"}
+PARITY_ARRAYS: tuple[str, ...] = ("precision", "recall")  # what the metrics are read from; compared cell for cell
 
 METRICS: tuple[str, ...] = (
     "mAP50_95",
@@ -84,6 +109,7 @@ HEADLINE = "mAP50_95"
 DEFAULT_MAX_DET = 500
 _EXAMPLES = 5
 _REQUIRED_DET_KEYS = frozenset({"image_id", "category_id", "bbox", "score"})
+_NUMBER_TYPE_SET = frozenset(NUMBER_TYPES)
 class _InputProblems(ValueError):
     """An input that cannot be scored; `problems` lists each finding (what, where, fix)."""
 
@@ -124,6 +150,40 @@ class InputUnreadable(ValueError):
 
 
 @dataclass(frozen=True)
+class MaxDetCut:
+    """Detections over `max_det`, as facts: `images` lists every image carrying more than `max_det`
+    detections in total (the protocol's bound, all categories together) as {image_id, detections, cut},
+    most cut first; `cut` counts the detections COCOeval never evaluates there (beyond the `max_det`
+    highest-scoring of one (image, category), ties in file order; with max_det < 100, AR100 still reads up
+    to 100). `images_over` = len(images), `detections_cut` = the sum of `cut`."""
+
+    max_det: int
+    images_over: int = 0
+    detections_cut: int = 0
+    images: list[dict[str, int]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_det": self.max_det, "images_over": self.images_over, "detections_cut": self.detections_cut,
+                "images": [dict(i) for i in self.images]}
+
+    def warning(self, source: str) -> str | None:
+        """The line `warnings` carries when an image is over `max_det`; None when none is."""
+        if not self.images_over:
+            return None
+        over = [f"image {i['image_id']}: {i['detections']}" for i in
+                sorted(self.images, key=lambda i: (-i["detections"], i["image_id"]))]
+        msg = (f"{source}: {self.images_over} image(s) carry more than max_det={self.max_det} detections, which "
+               f"the protocol does not allow (most first: {_fmt_examples(over)}); scored as pycocotools scores "
+               f"them: each (image, category) keeps its {self.max_det} highest-scoring detections (ties in file "
+               "order), ")
+        cut = [f"image {i['image_id']}: {i['cut']}" for i in self.images if i["cut"]]
+        if not cut:
+            return msg + "and no (image, category) has more, so every detection was evaluated"
+        return msg + (f"so {self.detections_cut} detection(s) on {len(cut)} image(s) were not evaluated "
+                      f"({_fmt_examples(cut)}); `bench score --strict` refuses such a file")
+
+
+@dataclass(frozen=True)
 class ScoreResult:
     metrics: dict[str, float | None]
     backend: str
@@ -132,7 +192,11 @@ class ScoreResult:
     num_gt: int
     num_dets: int
     seconds: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)  # scored, but worth a look (an empty predictions list)
+    warnings: list[str] = field(default_factory=list)  # scored, but worth a look (an empty list, > max_det)
+    max_det_cut: MaxDetCut | None = None  # what was over max_det (None only on results built by hand)
+    engine: str = ""  # the evaluating library and its version, e.g. "hotcoco 1.3.0"
+    # the accumulated COCOeval arrays (precision, recall, scores) the metrics were read from; not serialised
+    arrays: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
     def headline(self) -> float:
@@ -141,16 +205,25 @@ class ScoreResult:
         return value
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Everything but `arrays`, as JSON-ready values."""
+        cut = self.max_det_cut
+        return {"metrics": dict(self.metrics), "backend": self.backend, "max_det": self.max_det,
+                "num_images": self.num_images, "num_gt": self.num_gt, "num_dets": self.num_dets,
+                "seconds": dict(self.seconds), "warnings": list(self.warnings),
+                "max_det_cut": cut.to_dict() if isinstance(cut, MaxDetCut) else cut, "engine": self.engine}
 
 
 @dataclass(frozen=True)
 class ParityAudit:
     identical: int  # metrics with bit-identical values (or both undefined)
     total: int
-    max_abs_deviation: float  # over metrics defined in both results
-    differing: list[str]  # metrics differing by more than tol, or defined in only one result
+    max_abs_deviation: float  # over the metrics defined in both results and the compared array cells
+    differing: list[str]  # metrics and arrays (`PARITY_ARRAYS`) with a value differing by more than tol
     tol: float
+    # per array compared: {"cells", "differing" (cells off by more than tol), "max_abs_deviation"}; empty when
+    # a result carries no arrays
+    arrays: dict[str, dict[str, Any]] = field(default_factory=dict)
+    engines: dict[str, str] = field(default_factory=dict)  # backend -> "library version"
 
     @property
     def ok(self) -> bool:
@@ -162,7 +235,7 @@ class ParityAudit:
 
 @dataclass(frozen=True)
 class BothResult:
-    headline: ScoreResult  # the fast backend: what gets reported
+    headline: ScoreResult  # the fast backend (hotcoco): what gets reported
     reference: ScoreResult
     audit: ParityAudit
 
@@ -177,6 +250,8 @@ def load_json_any(path: str | Path) -> Any:
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
+        import gzip
+
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as e:
@@ -192,18 +267,33 @@ def load_json_any(path: str | Path) -> Any:
                               "objects") from None
 
 
+@contextlib.contextmanager
+def no_gc():
+    """The cyclic garbage collector paused (and restored as it was): parsing a detections file allocates
+    ~2 containers per detection, each allocation burst triggering collections that walk all of them again;
+    a JSON document has no reference cycles, so pausing costs nothing and parses 2-3x faster."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _loads(raw: bytes) -> Any:
     """orjson when installed (a dependency of dagster-dbt; ~2x faster on detection lists), else json. Any
     document orjson refuses goes to json, which accepts NaN/Infinity tokens (validation then names the
-    field) or raises the error message we report."""
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - orjson ships with the pinned environment
-        return json.loads(raw)
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw)
+    field) or raises the error message we report. The garbage collector is paused meanwhile (`no_gc`)."""
+    with no_gc():
+        try:
+            import orjson
+        except ImportError:  # pragma: no cover - orjson ships with the pinned environment
+            return json.loads(raw)
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return json.loads(raw)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,11 +309,10 @@ def _fmt_examples(items: Sequence[Any]) -> str:
 def _bbox_array(boxes: list[Any]) -> tuple[np.ndarray, list[int]]:
     """(n, 4) float array of the boxes (NaN rows where malformed) and the indices of malformed boxes."""
     n = len(boxes)
-    if set(map(type, boxes)) <= {list} and set(map(len, boxes)) <= {4} and (
-        {type(v) for b in boxes for v in b} <= set(NUMBER_TYPES)
-    ):
-        arr = np.asarray(boxes, dtype=np.float64).reshape(n, 4)
-        return arr, []
+    if set(map(type, boxes)) <= {list} and set(map(len, boxes)) <= {4}:  # the usual case, checked at C speed
+        flat = list(chain.from_iterable(boxes))
+        if set(map(type, flat)) <= _NUMBER_TYPE_SET:
+            return np.fromiter(flat, np.float64, 4 * n).reshape(n, 4), []
     arr = np.full((n, 4), np.nan)
     bad = []
     for i, b in enumerate(boxes):
@@ -315,17 +404,20 @@ def _box_fault(b: Any) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class _DetArrays:
-    """Validated detections as arrays, in file order, and what scoring them must warn about."""
+    """Validated detections as arrays, in file order, what scoring them must warn about, and what was over
+    max_det."""
 
     image_id: np.ndarray  # int64 [n]
     category_id: np.ndarray  # int64 [n]
     score: np.ndarray  # float64 [n]
     bbox: np.ndarray  # float64 [n, 4] xywh
     warnings: tuple[str, ...] = ()
+    max_det_cut: MaxDetCut | None = None
 
     @classmethod
-    def empty(cls, warnings: tuple[str, ...] = ()) -> _DetArrays:
-        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 4)), warnings)
+    def empty(cls, max_det: int, warnings: tuple[str, ...] = ()) -> _DetArrays:
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 4)), warnings,
+                   MaxDetCut(max_det))
 
 
 def empty_predictions_warning(source: str, num_images: int) -> str:
@@ -334,35 +426,37 @@ def empty_predictions_warning(source: str, num_images: int) -> str:
 
 
 def validate_predictions(gt: dict[str, Any], dets: list[dict[str, Any]], max_det: int, *,
-                         source: str = "predictions") -> list[dict[str, Any]]:
-    """Check a COCO detections list against the ground truth and the protocol; return it unchanged.
+                         source: str = "predictions", strict: bool = False) -> list[dict[str, Any]]:
+    """Check a COCO detections list against the ground truth; return it unchanged.
 
     Raises `PredictionsInvalid` listing every problem (where, the offending value, count, first
     examples by list index, fix): not a list of objects, missing keys, image_id / category_id that
     are not JSON integers (strings such as "3", floats such as 3.0 and booleans are refused, never
     converted) or are absent from the ground truth, scores that are not JSON numbers or not finite
     in [0, 1], boxes that are not 4 finite JSON numbers (strings, booleans, null, NaN, Infinity) or
-    have a negative width/height, more than `max_det` detections on one image. Zero-size boxes are
-    valid (they never match). An empty list is valid (every AP is 0); scoring it carries a warning.
+    have a negative width/height; with `strict`, also more than `max_det` detections on one image
+    (the protocol's bound; without it such a file is valid and scored as pycocotools scores it, and
+    `ScoreResult.max_det_cut` says what was over). Zero-size boxes are valid (they never match). An
+    empty list is valid (every AP is 0); scoring it carries a warning.
     """
     image_ids, cat_ids = _gt_index(gt)
-    _check_predictions(image_ids, cat_ids, dets, max_det, source)
+    _check_predictions(image_ids, cat_ids, dets, max_det, source, strict)
     return dets
 
 
-def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_det: int, source: str
-                       ) -> _DetArrays:
+def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_det: int, source: str,
+                       strict: bool = False) -> _DetArrays:
     """The one validation of a detections list, which every scoring path goes through: the arrays to
-    score (with `warnings`, e.g. for an empty list), or `PredictionsInvalid`. Each field is checked
-    in one pass of `type` over its values (vectorised with numpy where numbers are expected); the
-    per-item messages are built only when something is wrong."""
+    score (with `warnings`, e.g. for an empty list or images over max_det, and `max_det_cut`), or
+    `PredictionsInvalid`. Each field is checked in one pass of `type` over its values (vectorised with
+    numpy where numbers are expected); the per-item messages are built only when something is wrong."""
     _check_max_det(max_det)
     if not isinstance(dets, list):
         raise PredictionsInvalid(source, [
             f"top level is {_kind_name(dets)}, not an array of detections; fix: write a COCO results "
             "list [{image_id, category_id, bbox: [x, y, w, h], score}, ...]"])
     if not dets:
-        return _DetArrays.empty((empty_predictions_warning(source, len(image_ids)),))
+        return _DetArrays.empty(max_det, (empty_predictions_warning(source, len(image_ids)),))
     n = len(dets)
     img, cat, scores, boxes = _detection_columns(dets, source)
     not_int_img = _non_int(img)
@@ -372,11 +466,31 @@ def _check_predictions(image_ids: set[int], cat_ids: set[int], dets: Any, max_de
     problems += score_problems
     bbox_arr, box_problems = _bbox_column(boxes, n)
     problems += box_problems
-    if not not_int_img:  # counting per image needs the ids to be integers
+    if strict and not not_int_img:  # counting per image needs the ids to be integers
         problems += _max_det_problems(img, max_det)
     if problems:
         raise PredictionsInvalid(source, problems)
-    return _DetArrays(np.asarray(img, dtype=np.int64), np.asarray(cat, dtype=np.int64), score_arr, bbox_arr)
+    img_arr, cat_arr = np.asarray(img, dtype=np.int64), np.asarray(cat, dtype=np.int64)
+    cut = _max_det_cut(img_arr, cat_arr, max_det)
+    warning = cut.warning(source)
+    return _DetArrays(img_arr, cat_arr, score_arr, bbox_arr, (warning,) if warning else (), cut)
+
+
+def _max_det_cut(image_id: np.ndarray, category_id: np.ndarray, max_det: int) -> MaxDetCut:
+    """The images over `max_det` detections in total and, per image, how many detections fall beyond the
+    `max_det` of their (image, category) that COCOeval evaluates."""
+    if image_id.size <= max_det:
+        return MaxDetCut(max_det)
+    img_u, img_inv, img_n = np.unique(image_id, return_inverse=True, return_counts=True)
+    if img_n.max() <= max_det:
+        return MaxDetCut(max_det)
+    cat_u, cat_inv = np.unique(category_id, return_inverse=True)
+    pair_u, pair_n = np.unique(img_inv.astype(np.int64) * cat_u.size + cat_inv, return_counts=True)
+    cut = np.bincount(pair_u // cat_u.size, weights=np.maximum(pair_n - max_det, 0), minlength=img_u.size)
+    over = np.flatnonzero(img_n > max_det)
+    images = sorted(({"image_id": int(img_u[k]), "detections": int(img_n[k]), "cut": int(cut[k])} for k in over),
+                    key=lambda i: (-i["cut"], -i["detections"], i["image_id"]))
+    return MaxDetCut(max_det, images_over=len(images), detections_cut=sum(i["cut"] for i in images), images=images)
 
 
 def _detection_columns(dets: list[Any], source: str) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
@@ -512,11 +626,40 @@ def validate_gt(gt: dict[str, Any], *, source: str = "ground truth") -> dict[str
     if not all(type(a) is dict for a in anns):
         raise GroundTruthInvalid(source, ["annotations: every entry must be a JSON object"])
     image_ids, cat_ids = _gt_index(gt)
+    if _annotations_clean(anns, image_ids, cat_ids):  # the usual case, checked at C speed
+        return gt
     problems = [*_annotation_id_problems(anns), *_annotation_reference_problems(anns, image_ids, cat_ids),
                 *_annotation_box_problems(anns), *_annotation_crowd_problems(anns)]
     if problems:
         raise GroundTruthInvalid(source, problems)
     return gt
+
+
+def _column(items: list[dict[str, Any]], key: str, default: Any = None) -> list[Any]:
+    """`[d.get(key, default) for d in items]`, at C speed."""
+    return list(map(dict.get, items, repeat(key), repeat(default)))
+
+
+def _annotations_clean(anns: list[dict[str, Any]], image_ids: set[int], cat_ids: set[int]) -> bool:
+    """True when the four `_annotation_*_problems` checks would find nothing (a conservative shortcut: False
+    sends the document through them, which name what is wrong): ids integers >= 1 and unique, image and
+    category ids known integers, boxes 4 finite numbers with w, h >= 0, areas finite numbers >= 0,
+    iscrowd the integer 0 or 1."""
+    if not anns:
+        return True
+    ids, crowd = _column(anns, "id"), _column(anns, "iscrowd", 0)
+    img, cat, areas = _column(anns, "image_id"), _column(anns, "category_id"), _column(anns, "area")
+    if not (set(map(type, ids)) <= {int} and min(ids) >= 1 and len(set(ids)) == len(ids)):
+        return False
+    if not (set(map(type, img)) <= {int} and set(img) <= image_ids and set(map(type, cat)) <= {int}
+            and set(cat) <= cat_ids and set(map(type, crowd)) <= {int} and set(crowd) <= {0, 1}):
+        return False
+    if not set(map(type, areas)) <= _NUMBER_TYPE_SET:
+        return False
+    arr, malformed = _bbox_array(_column(anns, "bbox"))
+    area = np.fromiter(areas, np.float64, len(areas))
+    return not malformed and bool(np.isfinite(arr).all() and (arr[:, 2:] >= 0).all()
+                                  and np.isfinite(area).all() and (area >= 0).all())
 
 
 def _gt_id_problems(key: str, items: list[Any]) -> list[str]:
@@ -611,11 +754,12 @@ def _max_dets(max_det: int) -> list[int]:
 
 
 def _gt_dataset(gt: dict[str, Any]) -> dict[str, Any]:
-    """A copy the libraries may mutate (both write `ignore` into GT annotations) without touching `gt`."""
+    """A copy the libraries may mutate (both write `ignore` into GT annotations) without touching `gt`;
+    a missing `iscrowd` is filled in as 0 (stock pycocotools would raise KeyError in `evaluateImg`)."""
     return {
         "images": [dict(i) for i in gt["images"]],
         "categories": [dict(c) for c in gt["categories"]],
-        "annotations": [dict(a) for a in gt["annotations"]],
+        "annotations": [a if "iscrowd" in a else {**a, "iscrowd": 0} for a in map(dict, gt["annotations"])],
     }
 
 
@@ -630,14 +774,16 @@ class _FastGT:
 
 @dataclass
 class PreparedGT:
-    """Ground truth validated once (and indexed once for the fast backend); reusable across `score`
-    calls on the same split. Nothing here is modified by scoring."""
+    """Ground truth validated once (and indexed once per engine that needs it: hotcoco for `fast`,
+    faster-coco-eval's C++ dataset for `faster-coco-eval`); reusable across `score` calls on the same
+    split. Nothing here is modified by scoring."""
 
     gt: dict[str, Any]
     image_ids: list[int]  # sorted
     cat_ids: list[int]  # sorted
     num_gt: int
     _fast: _FastGT | None = None
+    _hotcoco: Any = None
 
     @classmethod
     def build(cls, gt: dict[str, Any], *, validate: bool = True, source: str = "ground truth") -> PreparedGT:
@@ -645,6 +791,29 @@ class PreparedGT:
             validate_gt(gt, source=source)
         return cls(gt=gt, image_ids=sorted(i["id"] for i in gt["images"]),
                    cat_ids=sorted(c["id"] for c in gt["categories"]), num_gt=len(gt["annotations"]))
+
+    def hotcoco(self) -> Any:
+        """The ground truth as a hotcoco `COCO`, ids mapped to their rank (image k and category k of the
+        sorted ids; annotation ids 1..n in file order): COCOeval's results depend on the order of the
+        image ids, of the category ids and of the annotations of one (image, category), which the ranks
+        and the file order keep, never on the id values (0 aside, which validation refuses). So negative
+        ids, which hotcoco refuses, and ids past 2^53, which a float64 array could not hold, score too."""
+        if self._hotcoco is None:
+            from hotcoco import COCO
+
+            anns = self.gt["annotations"]
+            n = len(anns)
+            self._hotcoco = COCO.from_arrays(
+                [{"id": k} for k in range(len(self.image_ids))],
+                [{"id": k, "name": str(c)} for k, c in enumerate(self.cat_ids)],
+                _ranks(self.image_ids, _column(anns, "image_id")),
+                _ranks(self.cat_ids, _column(anns, "category_id")),
+                np.fromiter(chain.from_iterable(_column(anns, "bbox")), np.float64, 4 * n).reshape(n, 4),
+                ids=np.arange(1, n + 1, dtype=np.int64),
+                area=np.fromiter(_column(anns, "area"), np.float64, n),
+                # stock pycocotools: ignore = iscrowd (a dataset's own "ignore" flag is overridden); no column
+                iscrowd=np.fromiter(_column(anns, "iscrowd", 0), np.int64, n))
+        return self._hotcoco
 
     def fast(self) -> _FastGT:
         if self._fast is None:
@@ -669,9 +838,51 @@ class PreparedGT:
         return self._fast
 
 
+def _ranks(sorted_ids: list[int], ids: Any) -> np.ndarray:
+    """The position of each of `ids` in `sorted_ids` (every id is one of them: validation made sure)."""
+    return np.searchsorted(np.asarray(sorted_ids, dtype=np.int64), np.asarray(ids, dtype=np.int64))
+
+
 def _run_fast(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, max_det: int,
               seconds: dict[str, float]) -> tuple[dict[str, Any], Any]:
-    """faster-coco-eval's C++ matcher and accumulator, fed directly.
+    """hotcoco's COCOeval, fed directly: the ground truth from `PreparedGT.hotcoco` (ids as ranks), the
+    detections as one float64 array [image rank, x, y, w, h, score, category rank] in file order, which
+    `loadRes` reads as pycocotools' `loadNumpyAnnotations` + `loadRes` do (ids 1..n in file order, area
+    = w * h); evaluate and accumulate at maxDets [1, 10, 100, max_det]. hotcoco then does what stock
+    `evaluateImg` does: per (image, category), a stable sort by score (ties in file order), the first
+    maxDets[-1] kept."""
+    from hotcoco import COCOeval
+
+    t0 = time.perf_counter()
+    gt = prepared.hotcoco()
+    rows = np.empty((arrays.score.size, 7), dtype=np.float64)
+    rows[:, 0] = _ranks(prepared.image_ids, arrays.image_id)
+    rows[:, 1:5] = arrays.bbox
+    rows[:, 5] = arrays.score
+    rows[:, 6] = _ranks(prepared.cat_ids, arrays.category_id)
+    ev = COCOeval(gt, gt.loadRes(rows), "bbox")
+    return _evaluate_timed(ev, max_det, t0, seconds)
+
+
+def _run_hotcoco(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, max_det: int,
+                 seconds: dict[str, float]) -> tuple[dict[str, Any], Any]:
+    """hotcoco through its pycocotools-compatible API, as a user runs it: `COCO(gt)`, `loadRes(dets)`,
+    `COCOeval(..., "bbox")` (neither document is modified: hotcoco copies them into Rust)."""
+    from hotcoco import COCO, COCOeval
+
+    t0 = time.perf_counter()
+    try:
+        coco_gt = COCO(prepared.gt)
+        ev = COCOeval(coco_gt, coco_gt.loadRes(dets), "bbox")
+    except ValueError as e:  # hotcoco refuses negative ids, which pycocotools takes
+        raise GroundTruthInvalid("ground truth", [f"hotcoco's own loader refuses it ({e}); the fast backend, which "
+                                                  "hands hotcoco the ids as ranks, scores it"]) from e
+    return _evaluate_timed(ev, max_det, t0, seconds)
+
+
+def _run_faster_coco_eval(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, max_det: int,
+                          seconds: dict[str, float]) -> tuple[dict[str, Any], Any]:
+    """faster-coco-eval's C++ matcher and accumulator, fed directly (the `faster-coco-eval` backend).
 
     What `COCOeval_faster.evaluate()` does for bbox, without its Python layers (COCO indexes,
     `getAnnIds`/`loadAnns`, per-pair dict lists): per (image, category), detections sorted by score
@@ -749,8 +960,7 @@ def _dt_annotations(dets: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _run_fast_coco(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArrays, max_det: int,
                    seconds: dict[str, float]) -> tuple[dict[str, Any], Any]:
     """The stock `COCOeval_faster` route (COCO objects, its own evaluate/accumulate): kept to check that
-    `_run_fast` feeds the C++ core exactly as the library does (tests) and to show what its Python
-    layers cost (benchmark). Not a public backend."""
+    `_run_faster_coco_eval` feeds the C++ core exactly as the library does (tests). Not a public backend."""
     from faster_coco_eval import COCO, COCOeval_faster
 
     t0 = time.perf_counter()
@@ -799,7 +1009,8 @@ def _evaluate_timed(ev: Any, max_det: int, t0: float, seconds: dict[str, float])
     return ev.eval, ev.params
 
 
-_RUNNERS = {"fast": _run_fast, "reference": _run_reference, "_fast_coco": _run_fast_coco}
+_RUNNERS = {"fast": _run_fast, "reference": _run_reference, "hotcoco": _run_hotcoco,
+            "faster-coco-eval": _run_faster_coco_eval, "_fast_coco": _run_fast_coco}
 
 
 def _silent(*_args: Any, **_kwargs: Any) -> None:
@@ -857,27 +1068,31 @@ def read_metrics(accumulated: dict[str, Any], params: Any, max_det: int) -> dict
 
 
 def score(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], *, backend: Backend,
-          max_det: int = DEFAULT_MAX_DET, source: str = "predictions") -> ScoreResult:
+          max_det: int = DEFAULT_MAX_DET, source: str = "predictions", strict: bool = False) -> ScoreResult:
     """Score `dets` (a COCO results list) against `gt` (a COCO dict, or a `PreparedGT` to reuse its
-    validation and fast index) with one backend, at `max_det` detections per image.
+    validation and engine indexes) with one backend, at `max_det` detections per image and category,
+    exactly as stock pycocotools scores them.
 
     Neither argument is modified. Raises `GroundTruthInvalid` / `PredictionsInvalid` for inputs that
-    cannot be scored, `ScoreUndefined` when the headline is undefined; `warnings` names what was
-    scored but deserves a look (an empty detections list scores 0.0). `seconds` holds validate
-    (both inputs, as arrays), load (the backend's GT/DT objects), evaluate, accumulate, summarize
-    (reading the 13 metrics) and total.
+    cannot be scored (with `strict`, also an image over `max_det` detections in total: the protocol's
+    refusal), `ScoreUndefined` when the headline is undefined; `warnings` names what was scored but
+    deserves a look (an empty detections list scores 0.0; images over `max_det`, with `max_det_cut`
+    saying how many detections were not evaluated on which images). `seconds` holds validate (both
+    inputs, as arrays), load (the backend's GT/DT objects), evaluate, accumulate, summarize (reading
+    the 13 metrics) and total; `arrays` the accumulated precision, recall and scores; `engine` the
+    evaluating library and its version.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    return _score(gt, dets, backend, max_det, source)
+    return _score(gt, dets, backend, max_det, source, strict)
 
 
 def _score(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], backend: str, max_det: int,
-           source: str) -> ScoreResult:
+           source: str, strict: bool = False) -> ScoreResult:
     _check_max_det(max_det)
     t0 = time.perf_counter()
     prepared = gt if isinstance(gt, PreparedGT) else PreparedGT.build(gt)
-    arrays = _check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, max_det, source)
+    arrays = _check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, max_det, source, strict)
     seconds = {"validate": time.perf_counter() - t0}
     return _evaluate(prepared, dets, arrays, backend, max_det, seconds)
 
@@ -887,6 +1102,7 @@ def _evaluate(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArra
     accumulated, params = _RUNNERS[backend](prepared, dets, arrays, max_det, seconds)
     t1 = time.perf_counter()
     metrics = read_metrics(accumulated, params, max_det)
+    kept = {k: np.asarray(accumulated[k]) for k in ("precision", "recall", "scores")}
     seconds["summarize"] = time.perf_counter() - t1
     seconds["total"] = sum(seconds[k] for k in ("validate", "load", "evaluate", "accumulate", "summarize"))
     if metrics[HEADLINE] is None:
@@ -894,11 +1110,25 @@ def _evaluate(prepared: PreparedGT, dets: list[dict[str, Any]], arrays: _DetArra
             f"{HEADLINE} is undefined: the ground truth has no box in any category "
             f"({len(prepared.image_ids)} images, {prepared.num_gt} annotations); nothing to score against")
     return ScoreResult(metrics=metrics, backend=backend, max_det=max_det, num_images=len(prepared.image_ids),
-                       num_gt=prepared.num_gt, num_dets=len(dets), seconds=seconds, warnings=list(arrays.warnings))
+                       num_gt=prepared.num_gt, num_dets=len(dets), seconds=seconds, warnings=list(arrays.warnings),
+                       max_det_cut=arrays.max_det_cut, engine=engine_version(backend), arrays=kept)
 
 
-def parity(a: ScoreResult, b: ScoreResult, tol: float = 1e-6) -> ParityAudit:
-    """Compare two results metric by metric: bit-identical count, max |a - b|, metrics off by more than tol."""
+def engine_version(backend: str) -> str:
+    """"library version" of the library that evaluates for `backend` (`ENGINES`), e.g. "hotcoco 1.3.0"."""
+    lib = ENGINES[backend]
+    if lib == "pycocotools":  # no __version__ attribute
+        from importlib.metadata import version
+
+        return f"pycocotools {version('pycocotools')}"
+    module = __import__({"hotcoco": "hotcoco", "faster-coco-eval": "faster_coco_eval"}[lib])
+    return f"{lib} {module.__version__}"
+
+
+def parity(a: ScoreResult, b: ScoreResult, tol: float = 0.0) -> ParityAudit:
+    """Compare two results: the 13 metrics (bit-identical count, max |a - b|) and, when both carry them,
+    the accumulated `PARITY_ARRAYS` cell for cell; `differing` names each metric and array off by more
+    than `tol` (0: any difference counts), `engines` which library and version produced each side."""
     identical = 0
     max_dev = 0.0
     differing = []
@@ -916,19 +1146,45 @@ def parity(a: ScoreResult, b: ScoreResult, tol: float = 1e-6) -> ParityAudit:
         max_dev = max(max_dev, dev)
         if not dev <= tol:
             differing.append(name)
+    arrays = _array_parity(a.arrays, b.arrays, tol) if a.arrays is not None and b.arrays is not None else {}
+    for name, cmp in arrays.items():
+        max_dev = max(max_dev, cmp["max_abs_deviation"])
+        if cmp["differing"]:
+            differing.append(name)
     return ParityAudit(identical=identical, total=len(METRICS), max_abs_deviation=max_dev, differing=differing,
-                       tol=tol)
+                       tol=tol, arrays=arrays, engines={a.backend: a.engine, b.backend: b.engine})
+
+
+def _array_parity(a: dict[str, np.ndarray], b: dict[str, np.ndarray], tol: float) -> dict[str, dict[str, Any]]:
+    """Per array of `PARITY_ARRAYS`: cells, cells off by more than tol, max |a - b| (inf for a shape mismatch)."""
+    out = {}
+    for name in PARITY_ARRAYS:
+        x, y = np.asarray(a[name], dtype=np.float64), np.asarray(b[name], dtype=np.float64)
+        if x.shape != y.shape:
+            out[name] = {"cells": int(max(x.size, y.size)), "differing": int(max(x.size, y.size)),
+                         "max_abs_deviation": math.inf}
+            continue
+        dev = np.abs(x - y)
+        bad = ~(dev <= tol)  # NaN counts as differing
+        out[name] = {"cells": int(x.size), "differing": int(bad.sum()),
+                     "max_abs_deviation": float(dev.max()) if dev.size else 0.0}
+    return out
 
 
 def score_both(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], *, max_det: int = DEFAULT_MAX_DET,
-               tol: float = 1e-6, source: str = "predictions") -> BothResult:
-    """Score with both backends (validating once; both results report that time): the fast result is
-    the headline, the reference result and their parity audit travel with it."""
+               tol: float = 0.0, source: str = "predictions", strict: bool = False,
+               backends: tuple[str, str] = ("fast", "reference")) -> BothResult:
+    """Score with two backends (validating once; both results report that time): the first (`fast`) is the
+    headline, the second (stock pycocotools) and their parity audit travel with it. The audit compares the
+    metrics and the accumulated precision and recall arrays with zero tolerance unless `tol` says otherwise."""
     _check_max_det(max_det)
+    for backend in backends:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     t0 = time.perf_counter()
     prepared = gt if isinstance(gt, PreparedGT) else PreparedGT.build(gt)
-    arrays = _check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, max_det, source)
+    arrays = _check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, max_det, source, strict)
     validate_s = time.perf_counter() - t0
-    fast = _evaluate(prepared, dets, arrays, "fast", max_det, {"validate": validate_s})
-    ref = _evaluate(prepared, dets, arrays, "reference", max_det, {"validate": validate_s})
-    return BothResult(headline=fast, reference=ref, audit=parity(fast, ref, tol))
+    head = _evaluate(prepared, dets, arrays, backends[0], max_det, {"validate": validate_s})
+    ref = _evaluate(prepared, dets, arrays, backends[1], max_det, {"validate": validate_s})
+    return BothResult(headline=head, reference=ref, audit=parity(head, ref, tol))

@@ -46,10 +46,12 @@ REFUSED = {
     "score_bool.json": f"[9].score: false is a boolean, not a JSON number; {FIX_SCORE}",
 }
 
-# valid.json as the scoring code before these checks scored it (fast backend): the checks change no number
+# valid.json as stock pycocotools scores it, and so the fast backend (hotcoco), to the bit: the checks change no
+# number. faster-coco-eval (the fast backend before hotcoco) gave the same but mAP_medium 0.201980198019802, one ulp
+# above (its precision lacks pycocotools' eps where a category's first-ranked detection is a hit)
 VALID_FAST_METRICS = {
     "mAP50_95": 0.4948019801980198, "mAP50": 0.7896039603960396, "mAP75": 0.4158415841584158,
-    "mAP_small": 0.25, "mAP_medium": 0.201980198019802, "mAP_large": 0.7252475247524752, "AR1": 0.45,
+    "mAP_small": 0.25, "mAP_medium": 0.20198019801980197, "mAP_large": 0.7252475247524752, "AR1": 0.45,
     "AR10": 0.5333333333333333, "AR100": 0.5333333333333333, "AR_small": 0.5, "AR_medium": 0.2, "AR_large": 0.725,
     "AR_max_det": 0.5333333333333333,
 }
@@ -78,7 +80,7 @@ def test_wrongly_typed_value_is_refused_naming_item_value_and_fix(name: str) -> 
         validate_predictions(gt, dets, 500, source=name)
     assert e.value.problems == [REFUSED[name]]
     assert str(e.value) == f"{name}: invalid predictions: {REFUSED[name]}"  # one line
-    for backend in ("fast", "reference"):
+    for backend in scoring.BACKENDS:
         with pytest.raises(PredictionsInvalid, match="invalid predictions"):
             score(gt, dets, backend=backend)
 
@@ -138,8 +140,10 @@ def test_valid_file_scores_as_before_without_warnings() -> None:
     assert validate_predictions(gt, dets, 500) is dets
     fast = score(gt, dets, backend="fast")
     ref = score(gt, dets, backend="reference")
-    assert fast.metrics == VALID_FAST_METRICS
-    assert parity(fast, ref, tol=1e-12).ok and ref.metrics["mAP50_95"] == VALID_FAST_METRICS["mAP50_95"]
+    assert fast.metrics == VALID_FAST_METRICS == ref.metrics
+    assert parity(fast, ref).ok and parity(fast, score(gt, dets, backend="hotcoco")).ok  # arrays too, zero tolerance
+    fce = score(gt, dets, backend="faster-coco-eval")
+    assert parity(fce, ref, tol=1e-12).ok and fce.metrics == {**VALID_FAST_METRICS, "mAP_medium": 0.201980198019802}
     assert fast.warnings == [] and ref.warnings == []
 
     r = _bench_score(str(GT), str(CASES / "valid.json"), "--backend", "both")
@@ -245,3 +249,47 @@ def test_rescore_warns_on_an_empty_list_and_reports_a_refused_file(tmp_path: Pat
     assert err[0] == (f"bench rescore: m-t/toy: cannot rescore: {pred}: invalid predictions: "
                       f"{REFUSED['image_id_string.json']}")
     assert err[1] == "bench rescore: 1 partition(s) could not be rescored: m-t/toy"
+
+
+# ---------------------------------------------------------------------------------------------
+# More than max_det detections on an image: scored as pycocotools scores it; in a campaign, a reported fact
+
+
+def _over_max_det() -> list[dict[str, Any]]:
+    """valid.json (3 detections on image 1, 2 of them category 0) plus 520 of category 0 on image 1: 523 on the
+    image, 522 in (image 1, category 0), 22 beyond max_det 500."""
+    extra = [{"image_id": 1, "category_id": 0, "bbox": [float(k % 40) * 10, 400.0, 8.0, 8.0], "score": 0.001}
+             for k in range(520)]
+    return [*_load("valid.json"), *extra]
+
+
+def test_scores_asset_scores_predictions_over_max_det_and_reports_them(tmp_path: Path) -> None:
+    import dagster as dg
+
+    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
+    from bench_assets.rf100vl.score_assets import scores
+    from resources.bench_home import BenchHome
+
+    home = tmp_path / "home"
+    dets = _over_max_det()
+    pred = _home_with_predictions(home, dets)
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(DATASET_PARTITIONS_NAME, ["toy"])
+        instance.add_dynamic_partitions(MODEL_PARTITIONS_NAME, ["m-t"])
+        result = dg.materialize([scores], instance=instance, resources={"home": BenchHome(root=str(home))},
+                                partition_key=dg.MultiPartitionKey({"dataset": "toy", "model": "m-t"}))
+        assert result.success  # not refused
+        (mat,) = result.asset_materializations_for_node("rf100vl__scores")
+        assert mat.metadata["images_over_max_det"].value == 1 and mat.metadata["detections_cut"].value == 22
+        assert mat.metadata["engine"].value.startswith("hotcoco ")
+        errors = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.ERROR]
+        assert any("our predictions carry more than 500 detections on 1 image(s)" in m for m in errors)
+
+    rec = evaluation.current_score(home, "m-t", "toy")
+    assert rec is not None
+    assert rec["max_det_cut"] == {"max_det": 500, "images_over": 1, "detections_cut": 22,
+                                  "images": [{"image_id": 1, "detections": 523, "cut": 22}]}
+    assert len(rec["warnings"]) == 1 and rec["warnings"][0].startswith(f"{pred}: 1 image(s) carry more than max_det")
+    assert rec["parity"]["differing"] == [] and rec["parity"]["arrays"]["precision"]["differing"] == 0
+    assert rec["parity"]["engines"]["reference"].startswith("pycocotools ")
+    assert rec["metrics"] == score(_load("gt.json"), dets, backend="reference").metrics

@@ -1,4 +1,4 @@
-"""Scoring from saved predictions: both COCO backends, read at max_det, validated inputs, `bench score`."""
+"""Scoring from saved predictions: every COCO backend, read at max_det, validated inputs, `bench score`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import hotcoco
 import numpy as np
 import pytest
 
@@ -109,6 +110,10 @@ def test_backends_agree_on_all_metrics(seed: int) -> None:
         assert a is not None and b is not None, name
         assert abs(a - b) <= 1e-12, (name, a, b)
     assert both.audit.identical == both.audit.total == 13 and both.audit.ok
+    # fast runs on hotcoco: the accumulated arrays equal stock pycocotools' cell for cell
+    assert both.audit.tol == 0.0 and set(both.audit.arrays) == {"precision", "recall"}
+    assert all(a["differing"] == 0 and a["max_abs_deviation"] == 0.0 for a in both.audit.arrays.values())
+    assert both.audit.engines == {"fast": f"hotcoco {hotcoco.__version__}", "reference": "pycocotools 2.0.11"}
     assert 0.05 < fast.metrics["mAP50_95"] < 0.95  # a non-trivial score
     assert (fast.num_images, fast.num_gt, fast.num_dets) == (24, 24 * 18, 24 * 70)
     assert set(fast.seconds) >= {"validate", "load", "evaluate", "accumulate", "summarize", "total"}
@@ -180,7 +185,7 @@ def test_missing_size_bucket_is_none_not_minus_one() -> None:
     # all boxes large (> 96^2 px): no small or medium ground truth
     gt = _gt_doc([[([10, 10, 120, 110], 0), ([300, 300, 200, 150], 0)], [([50, 60, 100, 100], 0)]])
     dets = [_det(1, [12, 10, 120, 110], 0.9), _det(1, [300, 310, 200, 150], 0.8), _det(2, [40, 40, 50, 50], 0.7)]
-    for backend in ("fast", "reference"):
+    for backend in scoring.BACKENDS:
         m = score(gt, dets, backend=backend).metrics
         for name in ("mAP_small", "mAP_medium", "AR_small", "AR_medium"):
             assert m[name] is None, (backend, name)
@@ -192,14 +197,14 @@ def test_missing_size_bucket_is_none_not_minus_one() -> None:
 def test_category_without_ground_truth_is_excluded_not_zero() -> None:
     gt = _gt_doc([[([10, 10, 50, 50], 0), ([90, 90, 50, 50], 0)]], n_classes=2)  # class 1 has no box
     dets = [_det(1, [10, 10, 50, 50], 0.9, 0), _det(1, [90, 90, 50, 50], 0.8, 0), _det(1, [200, 200, 50, 50], 0.95, 1)]
-    for backend in ("fast", "reference"):
+    for backend in scoring.BACKENDS:
         assert score(gt, dets, backend=backend).metrics["mAP50_95"] == 1.0
 
 
 def test_perfect_predictions_score_exactly_one() -> None:
     gt, _ = _random_split(5, n_images=10)
     dets = _perfect(gt)
-    for backend in ("fast", "reference"):
+    for backend in scoring.BACKENDS:
         m = score(gt, dets, backend=backend).metrics
         for name in ("mAP50_95", "mAP50", "mAP75", "mAP_small", "mAP_medium", "mAP_large", "AR100", "AR_small",
                      "AR_medium", "AR_large", "AR_max_det"):
@@ -209,7 +214,7 @@ def test_perfect_predictions_score_exactly_one() -> None:
 
 def test_empty_predictions_score_zero() -> None:
     gt, _ = _random_split(6, n_images=5)
-    for backend in ("fast", "reference"):
+    for backend in scoring.BACKENDS:
         m = score(gt, [], backend=backend).metrics
         assert all(v == 0.0 for v in m.values()), (backend, m)
     assert score_both(gt, []).audit.identical == 13
@@ -227,16 +232,17 @@ def test_ground_truth_without_boxes_raises() -> None:
 
 BOX = [100.0, 100.0, 100.0, 100.0]  # area 10000: a "large" box
 BOX2 = [300.0, 300.0, 100.0, 100.0]
-# Stock pycocotools computes precision as tp / (tp + fp + eps), eps = np.spacing(1) = 2^-52; faster-coco-eval
-# as tp / (tp + fp). They differ only where tp + fp == 1 (from 2 on, n + eps rounds to n): after a category's
-# first-ranked detection, if it is a hit, stock precision is 1 / (1 + 2^-52) = 1 - 2^-52, fast precision 1.
-# That value survives interpolation only when the next-ranked detection is a miss (or there is none). So a
-# one-box category found first scores 1 - 2^-52 (stock) vs 1.0 (fast); the hand-computed cases below use two
-# images (two hits) where the value is meant to come out exactly the same in both backends.
+# Stock pycocotools computes precision as tp / (tp + fp + eps), eps = np.spacing(1) = 2^-52, and so does hotcoco (the
+# fast backend); faster-coco-eval as tp / (tp + fp). They differ only where tp + fp == 1 (from 2 on, n + eps rounds
+# to n): after a category's first-ranked detection, if it is a hit, stock precision is 1 / (1 + 2^-52) = 1 - 2^-52,
+# faster-coco-eval's 1. That value survives interpolation only when the next-ranked detection is a miss (or there is
+# none). So a one-box category found first scores 1 - 2^-52 (stock, hotcoco) vs 1.0 (faster-coco-eval); the
+# hand-computed cases below use two images (two hits) where the value is meant to come out exactly the same in all.
 FIRST_HIT = 1 / (1 + np.spacing(1))
+EXACT_RATIO = ("faster-coco-eval",)  # the backends that compute tp / (tp + fp) without the eps
 
 
-@pytest.mark.parametrize("backend", ["fast", "reference"])
+@pytest.mark.parametrize("backend", scoring.BACKENDS)
 def test_one_box_one_perfect_detection(backend: str) -> None:
     defined = ("mAP50_95", "mAP50", "mAP75", "mAP_large", "AR1", "AR10", "AR100", "AR_large", "AR_max_det")
     m = score(_gt_doc([[(BOX, 0)], [(BOX, 0)]]), [_det(1, BOX, 0.5), _det(2, BOX, 0.4)], backend=backend).metrics
@@ -245,22 +251,26 @@ def test_one_box_one_perfect_detection(backend: str) -> None:
     m = score(_gt_doc([[(BOX, 0)]]), [_det(1, BOX, 0.5)], backend=backend).metrics
     assert all(m[k] == 1.0 for k in defined if k.startswith("AR")), m  # recall has no eps
     for k in ("mAP50_95", "mAP50", "mAP75", "mAP_large"):
-        if backend == "fast":
+        if backend in EXACT_RATIO:
             assert m[k] == 1.0, (k, m[k])
         else:  # the eps artefact, as stock summarize() would print it
             assert FIRST_HIT <= m[k] < 1.0, (k, m[k])
 
 
-def test_backends_differ_by_an_eps_where_a_first_hit_stands_alone() -> None:
+def test_faster_coco_eval_differs_by_an_eps_where_a_first_hit_stands_alone() -> None:
     gt = _gt_doc([[(BOX, 0)]])
-    both = score_both(gt, [_det(1, BOX, 0.5)])
+    assert score_both(gt, [_det(1, BOX, 0.5)]).audit.differing == []  # fast (hotcoco) = pycocotools, to the bit
+    both = score_both(gt, [_det(1, BOX, 0.5)], backends=("faster-coco-eval", "reference"), tol=1e-6)
     assert both.headline.metrics["mAP50_95"] == 1.0 and both.reference.metrics["mAP50_95"] == FIRST_HIT
     audit = both.audit
     assert audit.ok and audit.differing == [] and 0 < audit.max_abs_deviation <= 2**-52
     assert audit.identical == 13 - 4  # the four APs differ in the last bit; ARs and the None buckets do not
+    strict = parity(both.headline, both.reference)  # zero tolerance: the four APs and the precision array
+    assert strict.differing == ["mAP50_95", "mAP50", "mAP75", "mAP_large", "precision"]
+    assert strict.arrays["precision"]["differing"] > 0 and strict.arrays["recall"]["differing"] == 0
 
 
-@pytest.mark.parametrize("backend", ["fast", "reference"])
+@pytest.mark.parametrize("backend", scoring.BACKENDS)
 def test_one_box_per_image_detection_at_iou_062(backend: str) -> None:
     # [100,100,100,62] inside the box: IoU = 6200 / 10000 = 0.62, a hit at thresholds 0.50, 0.55, 0.60 only
     gt = _gt_doc([[(BOX, 0)], [(BOX, 0)]])
@@ -269,11 +279,11 @@ def test_one_box_per_image_detection_at_iou_062(backend: str) -> None:
     assert m["mAP50_95"] == 0.3  # 3 of 10 thresholds, AP 1 or 0 each: exactly 303 / 1010
     assert m["AR_max_det"] == 0.3 and m["AR1"] == 0.3
     m = score(_gt_doc([[(BOX, 0)]]), [_det(1, [100, 100, 100, 62], 0.9)], backend=backend).metrics
-    expected = 0.3 if backend == "fast" else float(np.mean([FIRST_HIT] * 303 + [0.0] * 707))
+    expected = 0.3 if backend in EXACT_RATIO else float(np.mean([FIRST_HIT] * 303 + [0.0] * 707))
     assert m["mAP50_95"] == expected and abs(m["mAP50_95"] - 0.3) < 1e-15
 
 
-@pytest.mark.parametrize("backend", ["fast", "reference"])
+@pytest.mark.parametrize("backend", scoring.BACKENDS)
 def test_hand_computed_precision_and_recall(backend: str) -> None:
     fp = [400, 400, 50, 50]
     # false positive ranked above the hit: precision at recall 1 is 1/2 -> AP 0.5 at every threshold
@@ -321,7 +331,7 @@ def test_invalid_predictions_are_rejected(mutate: Any, needle: str) -> None:
     with pytest.raises(PredictionsInvalid) as e:
         validate_predictions(gt, dets, 500)
     assert needle in str(e.value) and "fix:" in str(e.value)
-    for backend in ("fast", "reference"):
+    for backend in scoring.BACKENDS:
         with pytest.raises(PredictionsInvalid):
             score(gt, dets, backend=backend)
 
@@ -337,16 +347,36 @@ def test_invalid_predictions_report_counts_examples_and_the_file() -> None:
     assert len(e.value.problems) == 2
 
 
-def test_more_than_max_det_on_one_image_violates_the_protocol() -> None:
-    # 3 classes x 100 detections on one image: the per-image-per-class COCO cap (200) would not bite,
-    # but the protocol caps the image's total
+def test_more_than_max_det_on_one_image_is_scored_and_reported_refused_only_when_strict() -> None:
+    # 3 classes x 100 detections on one image: the per-image-per-class COCO cap (200) does not bite, but the
+    # protocol caps the image's total: a fact without strict, the old refusal with it
     gt = _gt_doc([[(BOX, 0)], [(BOX, 1)]], n_classes=3)
     dets = [_det(1, [i, i, 20, 20], 0.5, c) for c in range(3) for i in range(100)] + [_det(2, BOX, 0.9, 1)]
-    assert validate_predictions(gt, dets, 300) is dets
+    assert validate_predictions(gt, dets, 300, strict=True) is dets
+    assert validate_predictions(gt, dets, 200) is dets
     with pytest.raises(PredictionsInvalid, match=r"violates the protocol: 1 image\(s\) carry more than max_det=200"
                        ) as e:
-        validate_predictions(gt, dets, 200)
-    assert "image 1: 300" in str(e.value)
+        validate_predictions(gt, dets, 200, strict=True)
+    assert str(e.value) == (
+        "predictions: invalid predictions: the file violates the protocol: 1 image(s) carry more than max_det=200 "
+        "detections (most first: image 1: 300); fix: keep at most the 200 highest-scoring detections per image "
+        "(all classes together) when writing predictions")
+    for backend in scoring.BACKENDS:
+        with pytest.raises(PredictionsInvalid, match="violates the protocol"):
+            score(gt, dets, backend=backend, max_det=200, strict=True)
+        res = score(gt, dets, backend=backend, max_det=200)
+        assert res.max_det_cut == scoring.MaxDetCut(200, images_over=1, detections_cut=0,
+                                                    images=[{"image_id": 1, "detections": 300, "cut": 0}])
+        assert res.warnings == [
+            "predictions: 1 image(s) carry more than max_det=200 detections, which the protocol does not allow "
+            "(most first: image 1: 300); scored as pycocotools scores them: each (image, category) keeps its 200 "
+            "highest-scoring detections (ties in file order), and no (image, category) has more, so every "
+            "detection was evaluated"]
+    res = score(gt, dets, backend="fast", max_det=60)  # 3 x 40 cut
+    assert res.max_det_cut.to_dict() == {"max_det": 60, "images_over": 1, "detections_cut": 120,
+                                         "images": [{"image_id": 1, "detections": 300, "cut": 120}]}
+    assert res.warnings[0].endswith("so 120 detection(s) on 1 image(s) were not evaluated (image 1: 120); "
+                                    "`bench score --strict` refuses such a file")
 
 
 def test_valid_edge_cases() -> None:
@@ -470,7 +500,7 @@ def test_bench_score_both_via_subprocess(tmp_path: Path) -> None:
 
 def test_score_cli_import_is_light() -> None:
     code = ("import bench_assets.rf100vl.score_cli, sys; "
-            "print(sorted(m for m in ('dagster', 'torch', 'pandas', 'pycocotools', 'faster_coco_eval') "
+            "print(sorted(m for m in ('dagster', 'torch', 'pandas', 'pycocotools', 'faster_coco_eval', 'hotcoco') "
             "if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -478,8 +508,8 @@ def test_score_cli_import_is_light() -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 7])
-def test_direct_fast_driver_matches_cocoeval_faster_bit_for_bit(seed: int) -> None:
-    """`fast` feeds faster-coco-eval's C++ core directly; its accumulated arrays must equal what the
+def test_direct_faster_coco_eval_driver_matches_cocoeval_faster_bit_for_bit(seed: int) -> None:
+    """`faster-coco-eval` feeds faster-coco-eval's C++ core directly; its accumulated arrays must equal what the
     library's own COCO + COCOeval_faster route produces, cell for cell (ties, crowd boxes, empty images)."""
     gt, dets = _random_split(seed, n_images=12, decimals=2)
     for a in gt["annotations"][::9]:
@@ -488,7 +518,7 @@ def test_direct_fast_driver_matches_cocoeval_faster_bit_for_bit(seed: int) -> No
     dets.append(_det(999, [5, 5, 40, 40], 0.99, 1))
     prepared = PreparedGT.build(gt)
     arrays = scoring._check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, 500, "t")
-    direct, p1 = scoring._run_fast(prepared, dets, arrays, 500, {})
+    direct, p1 = scoring._run_faster_coco_eval(prepared, dets, arrays, 500, {})
     stock, p2 = scoring._run_fast_coco(prepared, dets, arrays, 500, {})
     assert list(p1.maxDets) == list(p2.maxDets) == [1, 10, 100, 500]
     for key in ("precision", "recall", "scores"):
