@@ -11,11 +11,12 @@ import argparse
 import os
 import sys
 
-from bench_assets.cli import augbench, demo, platform_verbs, rf100vl
 from bench_assets.cli.common import fail
 
 
 def _demo_parser(sub: argparse._SubParsersAction) -> None:
+    from bench_assets.cli import demo  # a verb's module loads only when its parser is built
+
     p = sub.add_parser("demo", help="the embedded mini suite end to end: datasets, training, scores")
     p.add_argument("--datasets-only", action="store_true", help="stop after the datasets")
     p.add_argument("--lanes", type=int, default=2, help="CPU lanes for training (default 2)")
@@ -24,6 +25,8 @@ def _demo_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _datasets_parser(sub: argparse._SubParsersAction) -> None:
+    from bench_assets.cli import rf100vl  # a verb's module loads only when its parser is built
+
     ds = sub.add_parser("datasets", help="import, register and list datasets").add_subparsers(
         dest="datasets_command", required=True)
     imp = ds.add_parser("import", help="import a Roboflow-layout folder or a tar of one")
@@ -44,6 +47,8 @@ def _datasets_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
+    from bench_assets.cli import rf100vl  # a verb's module loads only when its parser is built
+
     for name, fn, helptext in (("train", rf100vl.cmd_train, "fine-tune a model on every dataset of a suite"),
                                ("campaign", rf100vl.cmd_campaign, "train, predict and score: one resumable campaign")):
         c = sub.add_parser(name, help=helptext)
@@ -61,6 +66,8 @@ def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _results_parsers(sub: argparse._SubParsersAction) -> None:
+    from bench_assets.cli import rf100vl  # a verb's module loads only when its parser is built
+
     sb = sub.add_parser("submission", help="build or import va.submission.v1 files").add_subparsers(
         dest="submission_command", required=True)
     si = sb.add_parser("import", help="load an existing submission (e.g. a published leaderboard entry)")
@@ -86,6 +93,8 @@ def _results_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _augbench_parser(sub: argparse._SubParsersAction) -> None:
+    from bench_assets.cli import augbench  # a verb's module loads only when its parser is built
+
     ab = sub.add_parser("augbench", help="the augmentation speed benchmark: plan and run configs").add_subparsers(
         dest="augbench_command", required=True)
     for name, fn, helptext in (("plan", augbench.cmd_plan, "expand a config into partitions, cells and result files"),
@@ -103,6 +112,8 @@ def _augbench_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _platform_parsers(sub: argparse._SubParsersAction) -> None:
+    from bench_assets.cli import platform_verbs  # a verb's module loads only when its parser is built
+
     rp = sub.add_parser("report", help="build the report (warehouse, dbt marts, report.md + index.html) and print "
                                        "where it is")
     rp.add_argument("--open", action="store_true", help="open index.html in a browser")
@@ -137,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         # The single-thread policy must be in the environment before numpy/torch load their thread pools.
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ.setdefault(var, "1")
-    if argv[:1] == ["score"]:  # the fast path: no Dagster, no torch
-        return rf100vl.score_main(argv[1:])
+    if argv[:1] == ["score"]:  # the fast path: no Dagster, no torch, no other verb's module
+        from bench_assets.rf100vl.score_cli import main as score_main
+
+        return score_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

@@ -4,9 +4,10 @@ verbs end with."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench_assets.platform.instance import RunOutcome
+if TYPE_CHECKING:  # `bench score` imports this module and must stay light
+    from bench_assets.platform.instance import RunOutcome
 
 
 def fail(msg: str, code: int = 1) -> int:

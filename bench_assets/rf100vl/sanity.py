@@ -15,8 +15,9 @@ The Dagster shells live next to their assets: `labels_reached_loss` on `rf100vl/
   median object size at that size (sqrt(w*h) scaled by imgsz / max(image w, h), the letterbox scale).
 - **Ground truth as predictions scores 1.0.** Every test box fed back as a detection (score 1.0, same image
   and category ids) must score mAP50-95 1.0 on every scoring backend, for the images with at most `max_det`
-  boxes (the protocol rejects more detections per image). Anything else means a backend sees other ids than
-  the split holds (e.g. faster-coco-eval keys ids as doubles, so ids above 2**53 collide) or cannot read them.
+  boxes (denser images are left out: beyond `max_det` a perfect score is not possible). Anything else means
+  a backend sees other ids than the split holds (e.g. faster-coco-eval keys ids as doubles, so ids above 2**53
+  collide) or cannot read them.
   Tolerance 1e-9: stock pycocotools' precision is tp / (tp + fp + eps), so a category with a single box scores
   1 - 2**-52 there (scoring.py's module docstring); one missed box moves AP by far more than 1e-9.
 - **Predicted classes exist.** Every category id of a predictions file is one of the test split's.

@@ -69,7 +69,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "num_gt": "BIGINT", "num_dets": "BIGINT", "conf": "DOUBLE", "nms_iou": "DOUBLE", "max_det": "BIGINT",
         "imgsz": "BIGINT", "weights_sha256": "VARCHAR", "recipe_sha256": "VARCHAR", "run_signature": "VARCHAR",
         "predictions_sha256": "VARCHAR", "predictions_path": "VARCHAR", "scoring_code_sha256": "VARCHAR",
-        "path": "VARCHAR",
+        "path": "VARCHAR", "engine": "VARCHAR", "reference_engine": "VARCHAR", "parity_tol": "DOUBLE",
+        "parity_precision_cells_differing": "BIGINT", "parity_recall_cells_differing": "BIGINT",
+        "max_det_images_over": "BIGINT", "max_det_detections_cut": "BIGINT",
     },
     # The RF100-VL catalogue (vendored CSV): domain of every benchmark dataset, stored locally or not.
     "catalog": {
@@ -245,8 +247,21 @@ def _score_rows(home: Path) -> pd.DataFrame:
             "predictions_path": str(predictions_path(home, rec["model"], rec["dataset"],
                                                      rec["inputs"]["predictions_fingerprint"])),
             "scoring_code_sha256": rec["inputs"]["scoring_code_sha256"], "path": str(path),
+            **_engine_facts(rec),
         })
     return pd.DataFrame(rows)
+
+
+def _engine_facts(rec: dict[str, Any]) -> dict[str, Any]:
+    """Which evaluator computed a score, how its zero-tolerance parity audit against pycocotools went, and how many
+    detections the per-image max_det cut (NULL for records from before these were recorded)."""
+    parity, cut = rec.get("parity") or {}, rec.get("max_det_cut") or {}
+    arrays = parity.get("arrays") or {}
+    return {"engine": rec.get("engine"), "reference_engine": (parity.get("engines") or {}).get("reference"),
+            "parity_tol": parity.get("tol"),
+            "parity_precision_cells_differing": (arrays.get("precision") or {}).get("differing"),
+            "parity_recall_cells_differing": (arrays.get("recall") or {}).get("differing"),
+            "max_det_images_over": cut.get("images_over"), "max_det_detections_cut": cut.get("detections_cut")}
 
 
 def _catalog_rows(home: Path) -> pd.DataFrame:
