@@ -1,5 +1,5 @@
 """Submissions both ways in the published shape: a leaderboard entry exactly as the existing harness publishes it
-(tests/corpus/submissions/yolov9-t.published.json, made by tests/corpus/make_published_submission.py from the
+(tests/rf100vl/published/yolov9-t.published.json, made by tests/rf100vl/published/make_published_submission.py from the
 published field list) imports unchanged; a file we build has the same shape (JSON Schema in
 bench_assets/rf100vl/data/va_submission_v1.schema.json); build -> import gives the same marts."""
 
@@ -17,10 +17,10 @@ from bench_assets.rf100vl.catalog import DOMAINS, load_versions
 from bench_assets.rf100vl.submission import SubmissionError, build_submission, check_imported, import_submission
 from bench_assets.rf100vl.submission_schema import schema_problems
 from bench_assets.rf100vl.submission_shape import dataset_identity, weights_identity
-from tests.conftest import CORPUS, run_bench
+from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
-PUBLISHED = CORPUS / "submissions" / "yolov9-t.published.json"
+PUBLISHED = Path(__file__).resolve().parent / "published" / "yolov9-t.published.json"
 CLEAN_TREE = {"commit": "0" * 40, "dirty": False, "changed_files": []}
 
 

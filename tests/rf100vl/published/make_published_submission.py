@@ -1,8 +1,8 @@
-"""Writes tests/corpus/submissions/yolov9-t.published.json: a leaderboard entry exactly as the existing harness
+"""Writes tests/rf100vl/published/yolov9-t.published.json: a leaderboard entry exactly as the existing harness
 (`va-bench rf100vl-campaign`, harness 2.1.0) publishes them, field by field from the published shape
 (docs/report.md, "The published shape"; /work/shared/formats/va_submission_v1.md): `schema_version`, Roboflow's
 integer `dataset_version`, the versions lock, the domain manifest, the identity schemes, the harness's own paths
-(never opened), no keys of ours. Deterministic: `python tests/corpus/make_published_submission.py`."""
+(never opened), no keys of ours. Deterministic: `python tests/rf100vl/published/make_published_submission.py`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from statistics import fmean
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-OUT = HERE / "submissions" / "yolov9-t.published.json"
+REPO = HERE.parents[2]
+OUT = HERE / "yolov9-t.published.json"
 
 
 def sha(text: str) -> str:
