@@ -5,6 +5,7 @@ Both directions use it: a file we build and a file we import."""
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -25,10 +26,23 @@ def _path(error: Any) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "(top level)"
 
 
+def _non_finite(value: Any, path: str = "") -> list[str]:
+    """Fields holding NaN or an infinity: Python's json reads them, JSON has no such number, and a NaN passes
+    every min/max bound of the schema (comparisons with NaN are false) and every mean check after it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{path or '(top level)'}: {value!r} is not a JSON number"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _non_finite(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _non_finite(v, f"{path}.{i}")]
+    return []
+
+
 def schema_problems(doc: Any) -> list[str]:
     """Every way `doc` departs from the published shape, as "field: what" (at most MAX_LISTED, then a count)."""
     errors = sorted(_validator().iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    out = [f"{_path(e)}: {e.message[:200]}" for e in errors[:MAX_LISTED]]
-    if len(errors) > MAX_LISTED:
-        out.append(f"... and {len(errors) - MAX_LISTED} more")
+    problems = _non_finite(doc) + [f"{_path(e)}: {e.message[:200]}" for e in errors]
+    out = problems[:MAX_LISTED]
+    if len(problems) > MAX_LISTED:
+        out.append(f"... and {len(problems) - MAX_LISTED} more")
     return out

@@ -86,6 +86,10 @@ def test_a_genuine_published_file_imports_unchanged_into_every_mart(tmp_path: Pa
     (lambda d: d.__setitem__("schema", d.pop("schema_version")),
      r"field schema is set but the published shape's key is schema_version"),
     (lambda d: d.pop("timing"), r"\(top level\): 'timing' is a required property"),
+    # hostile: NaN passes every min/max bound of a JSON Schema and every |stated - recomputed| test
+    (lambda d: d["accuracy"].__setitem__("mAP_50_95", float("nan")), r"accuracy.mAP_50_95: nan is not a JSON number"),
+    (lambda d: d["rf100vl"]["datasets"][5].__setitem__("mAP_50", float("inf")),
+     r"rf100vl.datasets.5.mAP_50: inf is not a JSON number"),
 ])
 def test_real_disagreements_are_refused_with_field_and_values(edit, message: str) -> None:  # noqa: ANN001
     doc = _published()
