@@ -26,7 +26,6 @@ def arr(items: dict, **kw: object) -> dict:
 
 ACCURACY = obj(**{k: UNIT for k in ("mAP_50_95", "mAP_50", "mAP_75", "mAP_small", "mAP_medium", "mAP_large", "AR1",
                                     "AR10", "AR100", "AR_small", "AR_medium", "AR_large", "AR_max_det")})
-ACCURACY["properties"] = {k: {"type": ["number"], "minimum": 0, "maximum": 1} for k in ACCURACY["required"]}
 DATASET_ENTRY = obj(dataset=S, num_images=INT, num_classes=INT, dataset_version=INT, weights=S, weights_sha256=S,
                     result_file=S, predictions_file=S, resumed_from_cache=B, wall_seconds=F,
                     mAP_50=UNIT, mAP_50_95=UNIT, mAP_75=UNIT, AR100=UNIT, AR_max_det=UNIT)

@@ -61,6 +61,12 @@ def ensure_free_space(path: Path, needed: int, margin: int = 16 << 20) -> None:
         raise DiskSpaceError(path, needed + margin, free)
 
 
+def canonical_json_sha256(obj: Any) -> str:
+    """SHA-256 of `obj` as canonical JSON (sorted keys, no spaces, ASCII): the one identity hash of a structure
+    (run signatures, score fingerprints, dataset versions, submission identities)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def sha256_file(path: Path) -> str:
     """The SHA-256 hex digest of a file's bytes, read in chunks (the one implementation in the platform)."""
     with open(path, "rb") as fh:

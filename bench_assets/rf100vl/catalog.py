@@ -14,6 +14,7 @@ import csv
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 DOMAINS = ("Aerial", "Document", "Flora and Fauna", "Industrial", "Medical", "Other", "Sports")
 CATALOG_SUITES = ("rf100vl", "rf20vl")
@@ -40,8 +41,13 @@ VERSIONS_FILE = "data/rf100vl_versions.csv"
 VERSIONS_SCHEMA = "rf100vl.versions.v1"
 
 
+def data_file(name: str) -> Path:
+    """A file vendored under bench_assets/rf100vl/ (e.g. "data/rf100vl_versions.csv")."""
+    return Path(str(resources.files("bench_assets.rf100vl").joinpath(name)))
+
+
 def _data_text(name: str) -> str:
-    return resources.files("bench_assets.rf100vl").joinpath(name).read_text()
+    return data_file(name).read_text()
 
 
 @cache

@@ -7,12 +7,11 @@ thresholds, the scoring code) gives a new file beside the old one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_assets.platform.fsutil import sha256_file
+from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 
 if TYPE_CHECKING:
     from bench_assets.rf100vl.scoring import BothResult
@@ -25,7 +24,7 @@ _SCORING_CODE = Path(__file__).with_name("scoring.py")
 
 
 def fingerprint(inputs: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return canonical_json_sha256(inputs)
 
 
 def eval_dir(home: Path, model_key: str, dataset: str) -> Path:

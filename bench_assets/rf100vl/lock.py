@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench_assets.platform.fsutil import sha256_file
+from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 from bench_assets.rf100vl.verify import ANNOTATIONS_FILE, SPLITS
 
 LOCK_FILE = "lock.json"
@@ -41,8 +41,7 @@ def split_facts(split_dir: Path, image_ids: list[Any] | None = None) -> dict[str
 
 
 def version_of(splits: dict[str, dict[str, Any]]) -> str:
-    canon = json.dumps({s: splits[s] for s in SPLITS}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canon.encode()).hexdigest()[:VERSION_HEX]
+    return canonical_json_sha256({s: splits[s] for s in SPLITS})[:VERSION_HEX]
 
 
 def build_lock(dataset: str, root: Path, source: dict[str, Any], source_version: str | None,

@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bench_assets.platform import hf
-from bench_assets.platform.fsutil import human_bytes
+from bench_assets.platform.fsutil import canonical_json_sha256, human_bytes
 from bench_assets.platform.hf import AUTH_STATUSES, FailureKind, HubAccess, HubFailure
 
 TIERS = ("results", "checkpoints", "all")
@@ -265,8 +265,7 @@ def _submission_datasets(doc: dict[str, Any], path: Path, model: str) -> dict[st
 
 def compute_run_id(model: str, runs: dict[str, str]) -> str:
     """First 12 hex of sha256 over ``{"model": model, "runs": {dataset: run_signature}}`` (compact, sorted)."""
-    doc = json.dumps({"model": model, "runs": runs}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(doc.encode()).hexdigest()[:RUN_ID_CHARS]
+    return canonical_json_sha256({"model": model, "runs": runs})[:RUN_ID_CHARS]
 
 
 class _Builder:

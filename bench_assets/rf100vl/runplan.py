@@ -3,14 +3,13 @@ and whether an existing run directory is finished, resumable or must start fresh
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bench_assets.platform.fsutil import sha256_file
+from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 from bench_assets.rf100vl.recipes import LoadedRecipe
 
 MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9]*)-(?P<size>[a-z0-9]+)$")
@@ -85,7 +84,7 @@ def signature_fields(*, model: ModelKey, recipe: LoadedRecipe, dataset: str, dat
 
 def run_signature(fields: dict[str, Any]) -> str:
     """SHA-256 of sorted-key compact JSON: the identity of a run; resume only within one signature."""
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return canonical_json_sha256(fields)
 
 
 RunState = Literal["new", "resumable", "done", "oom", "corrupt"]

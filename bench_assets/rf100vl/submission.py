@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench_assets.platform.fsutil import sha256_file
+from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 from bench_assets.platform.provenance import package_versions, source_tree
 from bench_assets.rf100vl import submission_shape as shape
-from bench_assets.rf100vl.catalog import VERSIONS_FILE, catalog_entry, load_versions
+from bench_assets.rf100vl.catalog import VERSIONS_FILE, catalog_entry, data_file, load_versions
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT, current_score, predictions_path, score_path
 from bench_assets.rf100vl.lock import roboflow_version
 from bench_assets.rf100vl.models import ModelEntry, read_entry
@@ -123,10 +123,6 @@ def domain_means(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         by_domain.setdefault(domain_of(e["dataset"]), []).append(e)
     return {d: {"datasets": len(rows), "mAP_50_95": _mean([r["mAP_50_95"] for r in rows]),
                 "mAP_50": _mean([r.get("mAP_50") for r in rows])} for d, rows in sorted(by_domain.items())}
-
-
-def dataset_versions_sha256(versions: dict[str, str]) -> str:
-    return hashlib.sha256(json.dumps(versions, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def protocol_reasons(*, split: str, n_datasets: int, expected: int, nms_iou: float, max_det: int) -> list[str]:
@@ -335,7 +331,7 @@ def _repro_block(home: Path, scores: _CampaignScores, recipe_file: str, tree: di
         "argv": ["bench", "submission", "build"], "command": "bench submission build",
         "dataset": {"id": shape.BENCHMARK_ID, "split": SPLIT, "image_id_sha256": shape.dataset_identity(ident),
                     "identity_scheme": shape.DATASET_IDENTITY_SCHEME, "datasets": ident,
-                    "versions": shape.versions_block(VERSIONS_PATH, sha256_file(_data_file(VERSIONS_FILE)), locked),
+                    "versions": shape.versions_block(VERSIONS_PATH, sha256_file(data_file(VERSIONS_FILE)), locked),
                     "domain_manifest": _domain_manifest()},
         "weights": {"file": "per-dataset checkpoints", "sha256": shape.weights_identity(weights),
                     "source": "fine-tuned", "identity_scheme": shape.WEIGHTS_IDENTITY_SCHEME, "datasets": weights},
@@ -355,33 +351,28 @@ def _domain_manifest() -> dict[str, Any]:
                                            hashlib.sha256(asset.read_bytes()).hexdigest(),
                                            f"rf100vl=={importlib.metadata.version('rf100vl')} (PyPI)")
     except (ModuleNotFoundError, FileNotFoundError, importlib.metadata.PackageNotFoundError):
-        return shape.domain_manifest_block(CATALOG_PATH, sha256_file(_data_file("data/rf100vl_datasets.csv")),
+        return shape.domain_manifest_block(CATALOG_PATH, sha256_file(data_file("data/rf100vl_datasets.csv")),
                                            "unknown")
 
 
-def _data_file(name: str) -> Path:
-    from importlib import resources as res
-
-    return Path(str(res.files("bench_assets.rf100vl").joinpath(name)))
-
-
-def _rf100vl_block(home: Path, model: str, scores: _CampaignScores, reasons: list[str]) -> dict[str, Any]:
-    """The `rf100vl` block: protocol, hashes, the computed validity and the per-dataset entries."""
+def _rf100vl_block(home: Path, model: str, scores: _CampaignScores, versions_sha256: str) -> dict[str, Any]:
+    """The `rf100vl` block: protocol, hashes and the per-dataset entries (validity is set once every reason is
+    known, by `build_submission`)."""
     recipe_shas = sorted(scores.recipe_shas)
     return {
         "regime": "fine-tuned",
         "aggregation": AGGREGATION,
         "protocol": {"version": PROTOCOL_VERSION, "nms_iou": NMS_IOU, "max_det": MAX_DET,
                      "expected_datasets": EXPECTED_DATASETS},
-        "dataset_versions_sha256": sha256_file(_data_file(VERSIONS_FILE)),
+        "dataset_versions_sha256": versions_sha256,  # the versions lock's file hash, as published
         "recipe_sha256": ",".join(recipe_shas),
         "per_dataset_results_dir": str(home / "eval" / model),
-        "valid_submission": not reasons,
-        "invalid_reasons": list(dict.fromkeys(reasons)),
+        "valid_submission": False,
+        "invalid_reasons": [],
         "datasets": scores.rows,
         "skipped_datasets": sorted(scores.missing),
         # ours
-        "content_versions_sha256": dataset_versions_sha256(scores.versions),
+        "content_versions_sha256": canonical_json_sha256(scores.versions),
         "domain_means": domain_means(scores.rows),
     }
 
@@ -408,7 +399,7 @@ def _machine(scores: _CampaignScores, costs: list[dict[str, Any]], created_at: s
     """`benchmark`, `hardware`, `software`, `implementation`, `runtime`, `metadata` and the inference blocks."""
     versions = package_versions("torch", "libreyolo", "onnxruntime", "onnx", "tensorrt")
     software = shape.software_block(platform.python_version(), versions)
-    facts = costs[0].get("hardware") or {} if costs else {}
+    facts = (costs[0].get("hardware") or {}) if costs else {}
     return {
         "benchmark": {"harness": shape.HARNESS, "harness_version": HARNESS_VERSION,
                       "libreyolo_version": software["libreyolo"], "libreyolo_commit": "unknown",
@@ -443,7 +434,8 @@ def build_submission(home: Path, model: str, *, now: str | None = None,
     recipe_file = str(recipe_path(parse_model(model).family, entry.recipe))
     doc = {"schema_version": SCHEMA, "submission_id": "", "created_at": created_at,
            **_identity(model, scores, wanted, imgsz), **_machine(scores, costs, created_at), "accuracy": accuracy,
-           "repro": _repro_block(home, scores, recipe_file, tree), "rf100vl": _rf100vl_block(home, model, scores, [])}
+           "repro": _repro_block(home, scores, recipe_file, tree)}
+    doc["rf100vl"] = _rf100vl_block(home, model, scores, doc["repro"]["dataset"]["versions"]["sha256"])
     doc["submission_id"] = shape.submission_id(doc["model"], doc["runtime"], doc["hardware"], created_at)
     doc["bench"] = {"suite": entry.suite or "custom", "recipe_variant": entry.recipe,
                     "train_runtime": _train_runtime(scores.rows), "builder": "bench_assets.rf100vl.submission"}

@@ -12,11 +12,11 @@ The two identity schemes are the published ones:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import statistics
 from typing import Any
+
+from bench_assets.platform.fsutil import canonical_json_sha256
 
 SCHEMA_VERSION = "va.submission.v1"
 BENCHMARK_ID = "rf100_vl"
@@ -32,19 +32,15 @@ DOMAIN_SOURCE = {"repository": "https://github.com/roboflow/rf100-vl",
 SOFTWARE_PACKAGES = ("torch", "libreyolo", "onnxruntime", "onnx", "tensorrt")
 
 
-def canonical_sha256(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
 def dataset_identity(entries: list[dict[str, Any]]) -> str:
     """The published dataset identity over `[{dataset, num_images, image_id_sha256, version_id}]`."""
     keys = ("dataset", "num_images", "image_id_sha256", "version_id")
-    return canonical_sha256([{k: e[k] for k in keys} for e in sorted(entries, key=lambda e: e["dataset"])])
+    return canonical_json_sha256([{k: e[k] for k in keys} for e in sorted(entries, key=lambda e: e["dataset"])])
 
 
 def weights_identity(entries: list[dict[str, Any]]) -> str:
     """The published weights identity over `[{dataset, sha256}]`."""
-    return canonical_sha256([{"dataset": e["dataset"], "sha256": e["sha256"]}
+    return canonical_json_sha256([{"dataset": e["dataset"], "sha256": e["sha256"]}
                              for e in sorted(entries, key=lambda e: e["dataset"])])
 
 
