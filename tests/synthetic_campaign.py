@@ -17,7 +17,14 @@ from pathlib import Path
 
 from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.rf100vl.catalog import load_catalog, suite_members
-from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, fingerprint, scoring_code_sha256
+from bench_assets.rf100vl.evaluation import (
+    CONF,
+    MAX_DET,
+    NMS_IOU,
+    fingerprint,
+    scoring_code_sha256,
+    scoring_engines,
+)
 from bench_assets.rf100vl.recipes import PROTOCOL_VERSION
 
 METRICS = ("mAP50_95", "mAP50", "mAP75", "mAP_small", "mAP_medium", "mAP_large", "AR1", "AR10", "AR100",
@@ -153,7 +160,7 @@ def write_partition(home: Path, model: SyntheticModel, recipe: Path, dataset: st
     metrics["mAP_large"] = None if rng.random() < 0.3 else metrics["mAP_large"]  # no large objects: COCO's -1
     sin = {"kind": "scores", "predictions_fingerprint": pfp, "predictions_sha256": _sha(pred_bytes),
            "gt_sha256": lock["splits"]["test"]["annotations_sha256"], "max_det": MAX_DET,
-           "scoring_code_sha256": scoring_code_sha256()}
+           "scoring_code_sha256": scoring_code_sha256(), "engines": scoring_engines()}
     sfp = fingerprint(sin)
     atomic_write_json(edir / f"{sfp[:16]}.score.json", {
         "fingerprint": sfp, "inputs": sin, "dataset": dataset, "model": model.key, "dataset_version": version,

@@ -33,6 +33,9 @@ def _datasets_parser(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("path")
     imp.add_argument("--name", help="dataset name (default: the folder or tar name)")
     imp.add_argument("--suite", help="suite to add the dataset to")
+    imp.add_argument("--roboflow-version", metavar="[PROJECT/]N",
+                     help="the Roboflow export these files are (integer version, project slug for datasets outside "
+                          "the catalogue); recorded in the lock beside the content hash")
     imp.set_defaults(fn=rf100vl.cmd_import)
     reg = ds.add_parser("register", help="register a built-in suite's datasets as partitions")
     reg.add_argument("--suite", required=True, help="rf100vl, rf20vl or mini")

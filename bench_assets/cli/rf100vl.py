@@ -61,7 +61,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         return fail(f"{exc}; pass --name", 2)
     instance = open_instance(bench_home_path())
     register_partitions(instance, [name])
-    config = {"ops": {DATASET_OP: {"config": {"source": str(path), "suite": args.suite or ""}}}}
+    config = {"ops": {DATASET_OP: {"config": {"source": str(path), "suite": args.suite or "",
+                                              "roboflow_version": args.roboflow_version or ""}}}}
     failed = materialize_datasets(instance, [name], run_config=config)
     code = load_warehouse(instance)
     return 1 if failed or code else 0

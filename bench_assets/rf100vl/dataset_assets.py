@@ -11,7 +11,14 @@ from bench_assets.platform.fsutil import DiskSpaceError
 from bench_assets.rf100vl.catalog import BUILTIN_SUITES, DOMAINS, load_catalog, suite_members
 from bench_assets.rf100vl.inbox import clear_refusal, write_refusal
 from bench_assets.rf100vl.partitions import dataset_partitions
-from bench_assets.rf100vl.sources import SourceError, default_spec, local_spec, read_spec, register
+from bench_assets.rf100vl.sources import (
+    SourceError,
+    default_spec,
+    local_spec,
+    parse_roboflow_version,
+    read_spec,
+    register,
+)
 from bench_assets.rf100vl.store import (
     PREVIEW_FILE,
     DatasetBlocked,
@@ -40,6 +47,9 @@ def catalog() -> dg.MaterializeResult:
 class DatasetConfig(dg.Config):
     source: str = ""  # folder or tar to import; recorded as the dataset's source for later runs
     suite: str = ""
+    # with `source`: the Roboflow export the files are, N or PROJECT/N (recorded in the lock beside the
+    # content hash; a catalogue dataset's submissions must use the catalogue's version)
+    roboflow_version: str = ""
     deep_image_check: bool = False
 
 
@@ -98,7 +108,12 @@ def dataset(context: dg.AssetExecutionContext, config: DatasetConfig, home: Benc
     name = context.partition_key
     inbox_entry = _inbox_entry(home, config.source)
     try:
-        spec = local_spec(config.source, [config.suite] if config.suite else []) if config.source else None
+        if config.roboflow_version and not config.source:
+            raise SourceError(f"dataset {name!r}: roboflow_version describes the files of an import; set source "
+                              "(the folder or tar) too, or leave roboflow_version empty")
+        roboflow = parse_roboflow_version(config.roboflow_version, name) if config.roboflow_version else None
+        spec = (local_spec(config.source, [config.suite] if config.suite else [], roboflow)
+                if config.source else None)
         if spec is not None:
             spec = register(home.sources_dir, name, spec)
         else:

@@ -53,8 +53,16 @@ def score_inputs(pred_meta: dict[str, Any], predictions_file: Path, gt_file: Pat
     return {
         "kind": "scores", "predictions_fingerprint": pred_meta["fingerprint"],
         "predictions_sha256": sha256_file(predictions_file), "gt_sha256": sha256_file(gt_file),
-        "max_det": MAX_DET, "scoring_code_sha256": scoring_code_sha256(),
+        "max_det": MAX_DET, "scoring_code_sha256": scoring_code_sha256(), "engines": scoring_engines(),
     }
+
+
+def scoring_engines() -> list[str]:
+    """The evaluator libraries and versions behind a campaign score (fast headline, reference audit): an
+    upgrade of either gives a new score fingerprint, so the next materialization rescores."""
+    from importlib.metadata import version
+
+    return [f"{lib} {version(lib)}" for lib in ("hotcoco", "pycocotools")]
 
 
 def score_record(fp: str, inputs: dict[str, Any], dataset: str, model: str, dataset_version: str,

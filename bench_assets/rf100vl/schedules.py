@@ -70,30 +70,34 @@ def rf100vl_dataset_backfill(context: dg.ScheduleEvaluationContext):  # noqa: AN
 
 
 def stale_scores(home) -> list[tuple[str, str]]:  # noqa: ANN001
-    """(dataset, model) whose current score was computed by a different version of scoring.py."""
-    from bench_assets.rf100vl.evaluation import current_score, scoring_code_sha256
+    """(dataset, model) whose current score was computed by a different version of scoring.py or of the
+    evaluator libraries (hotcoco, pycocotools)."""
+    from bench_assets.rf100vl.evaluation import current_score, scoring_code_sha256, scoring_engines
 
-    code = scoring_code_sha256()
+    code, engines = scoring_code_sha256(), scoring_engines()
     out = []
     for pointer in sorted((home / "eval").glob("*/*/CURRENT.score")) if (home / "eval").exists() else []:
         model, dataset = pointer.parent.parent.name, pointer.parent.name
         rec = current_score(home, model, dataset)
-        if rec is not None and rec["inputs"]["scoring_code_sha256"] != code:
+        if rec is not None and (rec["inputs"]["scoring_code_sha256"] != code
+                                or rec["inputs"].get("engines") != engines):
             out.append((dataset, model))
     return out
 
 
 @dg.sensor(name="rf100vl_rescore_on_scoring_change", job=rescore_job, minimum_interval_seconds=300,
            default_status=dg.DefaultSensorStatus.RUNNING,
-           description="When scoring.py changes, re-score every current partition from its saved predictions "
-                       "(no retraining); one request per partition and scoring-code version.")
+           description="When scoring.py or an evaluator library (hotcoco, pycocotools) changes, re-score every "
+                       "current partition from its saved predictions (no retraining); one request per partition "
+                       "and scoring version.")
 def rescore_on_scoring_change(context: dg.SensorEvaluationContext):  # noqa: ANN201
-    from bench_assets.rf100vl.evaluation import scoring_code_sha256
+    from bench_assets.platform.fsutil import canonical_json_sha256
+    from bench_assets.rf100vl.evaluation import scoring_code_sha256, scoring_engines
 
     stale = stale_scores(bench_home_path())
     if not stale:
-        return dg.SkipReason("every current score was computed by the current scoring code")
-    code = scoring_code_sha256()[:16]
+        return dg.SkipReason("every current score was computed by the current scoring code and evaluators")
+    code = canonical_json_sha256([scoring_code_sha256(), scoring_engines()])[:16]
     return [dg.RunRequest(run_key=f"rescore:{ds}|{model}:{code}",
                           partition_key=dg.MultiPartitionKey({"dataset": ds, "model": model}))
             for ds, model in stale]

@@ -47,6 +47,9 @@ class SourceSpec(BaseModel):
     repo_id: str | None = None  # hf
     revision: str | None = None  # hf
     suites: list[str] = []
+    # The Roboflow export these files are, as the person importing them states it ({"project_name",
+    # "version_id"}; `parse_roboflow_version`): local and hf sources cannot know it themselves.
+    roboflow: dict[str, Any] | None = None
 
     @field_validator("suites")
     @classmethod
@@ -94,11 +97,34 @@ def register(sources_dir: Path, name: str, spec: SourceSpec) -> SourceSpec:
     return spec
 
 
-def local_spec(path: str | Path, suites: list[str] | None = None) -> SourceSpec:
+def local_spec(path: str | Path, suites: list[str] | None = None,
+               roboflow: dict[str, Any] | None = None) -> SourceSpec:
     p = Path(path).expanduser().resolve()
     if not p.exists():
         raise SourceError(f"{p}: no such file or directory; pass a Roboflow-layout folder or a tar of one")
-    return SourceSpec(kind="local", path=str(p), suites=suites or [])
+    return SourceSpec(kind="local", path=str(p), suites=suites or [], roboflow=roboflow)
+
+
+def parse_roboflow_version(text: str, dataset: str) -> dict[str, Any]:
+    """`N` or `PROJECT/N` (the Roboflow project slug and its integer version an export came from) as the
+    lock's `roboflow` block. A catalogue dataset's project defaults to the catalogue's and may not differ
+    from it; any other dataset needs `PROJECT/N`."""
+    project, _, number = text.strip().rpartition("/")
+    entry = catalog_entry(dataset)
+    hint = (f"pass the Roboflow version as N or PROJECT/N (the catalogue locks {entry.project_name}/"
+            f"{entry.version_id})" if entry else "pass the Roboflow version as PROJECT/N")
+    if not number.isdigit() or int(number) < 1:
+        raise SourceError(f"dataset {dataset!r}: --roboflow-version {text!r} is not a positive integer version; "
+                          f"{hint}")
+    if not project:
+        if entry is None:
+            raise SourceError(f"dataset {dataset!r} is not in the RF100-VL catalogue, so --roboflow-version needs "
+                              f"the project too; {hint}")
+        project = entry.project_name
+    if entry is not None and project != entry.project_name:
+        raise SourceError(f"dataset {dataset!r}: --roboflow-version names project {project!r}, the catalogue's "
+                          f"project is {entry.project_name!r}; {hint}")
+    return {"project_name": project, "version_id": int(number)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,9 +153,13 @@ def fetch(spec: SourceSpec, name: str, staging: Path, hf_cache: Path) -> Fetched
 
         return Fetched(root=generate_mini_dataset(name, staging / name), source_version="mini-generator-v1")
     if spec.kind == "local":
-        return _fetch_local(Path(str(spec.path)), staging)
+        fetched = _fetch_local(Path(str(spec.path)), staging)
+        fetched.roboflow = spec.roboflow
+        return fetched
     if spec.kind == "hf":
-        return _fetch_hf(spec, name, staging, hf_cache)
+        fetched = _fetch_hf(spec, name, staging, hf_cache)
+        fetched.roboflow = spec.roboflow
+        return fetched
     return _fetch_rf100vl(name, staging)
 
 

@@ -89,6 +89,21 @@ def test_rescore_sensor_requests_partitions_scored_by_older_code(campaign, insta
     assert requests[0].run_key.startswith(f"rescore:{names[4]}|syna-s:")
 
 
+def test_rescore_sensor_requests_partitions_scored_by_another_evaluator_version(
+        campaign, instance: dg.DagsterInstance) -> None:
+    """A score computed with another hotcoco (or pycocotools) version is stale: the fingerprint names the
+    evaluators, and the sensor asks for a rescore of that partition only."""
+    home, names = campaign
+    edir = home / "eval" / "syna-t" / names[2]
+    score = edir / f"{(edir / 'CURRENT.score').read_text().strip()[:16]}.score.json"
+    doc = json.loads(score.read_text())
+    assert any(e.startswith("hotcoco ") for e in doc["inputs"]["engines"])
+    doc["inputs"]["engines"] = ["hotcoco 0.0.1", *doc["inputs"]["engines"][1:]]
+    score.write_text(json.dumps(doc))
+    requests = rescore_on_scoring_change(dg.build_sensor_context(instance=instance))
+    assert [r.partition_key.keys_by_dimension for r in requests] == [{"dataset": names[2], "model": "syna-t"}]
+
+
 def test_bench_status_prints_progress_and_eta(campaign, instance: dg.DagsterInstance) -> None:
     home, names = campaign
     (home / "eval" / "syna-t" / names[0] / "CURRENT.score").unlink()

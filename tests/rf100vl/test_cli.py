@@ -60,3 +60,32 @@ def test_register_unknown_suite(bench_home: Path) -> None:
     assert r.returncode == 2 and "unknown suite" in r.stderr
     r = run_bench("datasets", "register", "--suite", "rf20vl", home=bench_home)
     assert r.returncode == 0 and "20 datasets, 20 newly registered" in r.stdout
+
+
+def test_import_records_the_stated_roboflow_version(bench_home: Path, tmp_path: Path) -> None:
+    """A local copy of a catalogue dataset carries no Roboflow version of its own: `--roboflow-version N` records
+    it in the lock (project from the catalogue) and the warehouse; a version of another project, a non-integer
+    or a dataset outside the catalogue without PROJECT/ is refused with the fix."""
+    from bench_assets.rf100vl.store import load_record
+
+    src = broken("valid_base", tmp_path)
+    r = run_bench("datasets", "import", str(src), "--name", "cable-damage", "--roboflow-version", "1", home=bench_home)
+    assert r.returncode == 0, r.stderr
+    lock = load_record(bench_home / "datasets", "cable-damage").lock
+    assert lock["roboflow"] == {"project_name": "cable-damage-z5nlo-9eslb-itoh", "version_id": 1}
+    con = duckdb.connect(str(bench_home / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT roboflow_project, roboflow_version, locked_roboflow_version FROM datasets "
+                       "WHERE dataset = 'cable-damage'").fetchone() == ("cable-damage-z5nlo-9eslb-itoh", 1, 1)
+    con.close()
+    r = run_bench("datasets", "import", str(src), "--name", "cable-damage", "--roboflow-version", "other-proj/3",
+                  home=bench_home)
+    assert r.returncode == 1 and "catalogue's project is 'cable-damage-z5nlo-9eslb-itoh'" in r.stderr
+    r = run_bench("datasets", "import", str(src), "--name", "cable-damage", "--roboflow-version", "v2", home=bench_home)
+    assert r.returncode == 1 and "not a positive integer version" in r.stderr
+    r = run_bench("datasets", "import", str(src), "--name", "my-shapes", "--roboflow-version", "4", home=bench_home)
+    assert r.returncode == 1 and "needs the project too" in r.stderr
+    r = run_bench("datasets", "import", str(src), "--name", "my-shapes", "--roboflow-version", "shapes-xyz/4",
+                  home=bench_home)
+    assert r.returncode == 0, r.stderr
+    assert load_record(bench_home / "datasets", "my-shapes").lock["roboflow"] == {
+        "project_name": "shapes-xyz", "version_id": 4}
