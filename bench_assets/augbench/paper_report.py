@@ -64,7 +64,8 @@ MARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "augbench_paper_table": (("config", "media", "mode", "device", "transform", "library", "status", "reason",
                               "items_per_s", "ci95_low", "ci95_high", "cv", "unstable", "repeats", "runs",
                               "preflight_items_per_s", "speedup_vs_albumentationsx", "is_fastest", "hardware",
-                              "library_version"), "config, transform, library"),
+                              "library_version", "materialize_us", "materialize_copied", "materialize_share"),
+                             "config, transform, library"),
     "augbench_coverage": (("config", "library", "planned", "ok", "early_stopped", "unsupported", "error", "missing",
                            "unplanned", "measured_share", "median_items_per_s"), "config, library"),
     "augbench_winners": (("config", "library", "wins", "uncontested_wins", "transforms_compared",
@@ -249,6 +250,11 @@ def fmt_share(x: Any) -> str:
     return "—" if v is None else f"{100 * v:.0f}%"
 
 
+def _pct1(x: Any) -> str:
+    v = _num(x)
+    return "—" if v is None else f"{100 * v:.1f}%"
+
+
 def _count(x: Any) -> str:
     return "—" if x is None else str(int(x))
 
@@ -323,6 +329,36 @@ def not_measured_table(rows: list[Row]) -> Table:
                    _short(r["reason"]) or "(no reason recorded)", fmt_rate(r["preflight_items_per_s"])]
                   for r in sorted(rows, key=lambda r: (r["library"], r["transform"], r["status"]))],
                  numeric=[4])
+
+
+HARNESS_NOTE = ("Every output is finished as a C-contiguous buffer inside the timer (the materialization rule, "
+                "`docs/augbench.md`): a view is copied with the fastest routine for its layout (OpenCV's flip for a "
+                "reversed view), a contiguous output is left alone. The rule's own cost is timed apart on each "
+                "cell's outputs: per library, the median and largest share of a cell's time per item it accounts "
+                "for, and the cells where it is above 5%.")
+HARNESS_SHARE_SHOWN = 0.05
+
+
+def harness_cost_table(cfg: _Config) -> Table | None:
+    """Per library: cells with a measured materialization cost, how many outputs were copied, the median and
+    largest share of a cell's time the rule took, and the cells above HARNESS_SHARE_SHOWN. None when no cell of
+    the config carries the measurement (DataLoader rows, results older than the measurement)."""
+    measured = [r for r in cfg.cells if r["status"] == "ok" and r["materialize_share"] is not None]
+    if not measured:
+        return None
+    rows = []
+    for lib in sorted({r["library"] for r in measured}, key=lambda x: (x != REFERENCE, x)):
+        mine = [r for r in measured if r["library"] == lib]
+        shares = sorted(float(r["materialize_share"]) for r in mine)
+        copied = sum(1 for r in mine if (r["materialize_copied"] or 0) > 0)
+        high = sorted((r for r in mine if float(r["materialize_share"]) > HARNESS_SHARE_SHOWN),
+                      key=lambda r: -float(r["materialize_share"]))
+        rows.append([lib_name(lib), _count(len(mine)), _count(copied), _pct1(shares[len(shares) // 2]),
+                     _pct1(shares[-1]),
+                     ", ".join(f"{r['transform']} {_pct1(r['materialize_share'])} "
+                               f"({float(r['materialize_us']):.1f} us)" for r in high) or "none"])
+    return table(["Library", "Cells", "Cells with copied outputs", "Median share", "Largest share",
+                  f"Cells above {HARNESS_SHARE_SHOWN:.0%}"], rows, numeric=[1, 2, 3, 4])
 
 
 def _config_intro(cfg: _Config) -> str:
@@ -400,6 +436,9 @@ def _config_blocks(data: _PaperData, cfg: _Config) -> list[Block]:
     if f"speedup:{cfg.name}" in data.images:
         blocks.append(Image(f"speedup:{cfg.name}", f"{cfg.name}: log2 speedup vs {lib_name(REFERENCE)} "
                                                    f"(red: faster, blue: slower)"))
+    harness = harness_cost_table(cfg)
+    if harness is not None:
+        blocks += [Heading("What the harness added", 3), Paragraph(HARNESS_NOTE, markup=True), harness]
     return blocks + [Heading("Coverage", 3),
                      coverage_table(cfg.coverage) if cfg.coverage else Paragraph("No coverage rows."),
                      Heading("Winners", 3),

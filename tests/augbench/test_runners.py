@@ -220,9 +220,47 @@ def test_micro_unsupported_media_type_marks_every_cell_unsupported() -> None:
 
 
 def test_micro_materializes_every_output_inside_passes() -> None:
+    """first call + preflight + warm-up and timed passes, then the rule's own cost: 3 passes over the sample."""
     adapter = FakeAdapter()
-    run_micro(adapter, _media(n=12), ["Flip"], num_runs=2, warmup=1, preflight_items=5)
-    assert adapter.materialized == 1 + 5 + 12 * (1 + 2)
+    out = run_micro(adapter, _media(n=12), ["Flip"], num_runs=2, warmup=1, preflight_items=5)
+    assert adapter.materialized == 1 + 5 + 12 * (1 + 2) + 3 * 12
+    assert out[0]["materialize_copied"] == 1.0  # the fake flip returns a view on every item
+    assert out[0]["materialize_us"] > 0
+
+
+def test_micro_records_the_materialization_cost_apart_from_the_passes() -> None:
+    """A rule that costs ~2 ms per output shows as ~2000 us per item in the cell, whatever the transform; an
+    output that needs no copy is counted as not copied."""
+    class CostlyRule(FakeAdapter):
+        def materialize(self, out: Any) -> Any:
+            time.sleep(0.002)
+            return out
+
+    out = run_micro(CostlyRule(), _media(n=6), ["Flip", "Slow"], num_runs=1, warmup=0, preflight_items=1,
+                    min_items_per_s=1.0)
+    flip, slow = out
+    assert 1900 < flip["materialize_us"] < 20000 and flip["materialize_copied"] == 1.0
+    assert slow["status"] == "ok" and slow["materialize_copied"] == 0.0
+
+
+def test_contiguous_copy_equals_numpy_for_every_layout() -> None:
+    """The rule's fast path (OpenCV's flip for a view reversed along one axis) writes exactly what
+    np.ascontiguousarray writes, for every axis of HWC, 9-channel, THWC and 2-D arrays and other dtypes; other
+    layouts (crops, two reversed axes, strided) go through numpy."""
+    from bench_assets.augbench.adapters.base import contiguous_copy, needs_copy
+
+    rng = np.random.default_rng(3)
+    for shape in [(37, 50, 3), (20, 31, 9), (4, 12, 16, 3), (7, 5), (1, 5, 3), (6, 4, 600)]:
+        a = rng.integers(0, 255, shape, dtype=np.uint8)
+        views = [np.flip(a, k) for k in range(a.ndim)] + [a[::-1, ::-1], a[1:-1, ::2], a[::-1][1:]]
+        for v in views:
+            c = contiguous_copy(v)
+            assert c.flags.c_contiguous and c.shape == v.shape and np.array_equal(c, v)
+            assert needs_copy(v) == (not v.flags.c_contiguous)
+        assert contiguous_copy(a) is a and not needs_copy(a)
+    for dtype in (np.float32, np.float64, np.int16, np.bool_, np.int64):
+        v = rng.random((9, 11, 3)).astype(dtype)[:, ::-1]
+        assert np.array_equal(contiguous_copy(v), v) and contiguous_copy(v).flags.c_contiguous
 
 
 def test_cell_results_fit_the_result_file_schema() -> None:

@@ -37,6 +37,10 @@ class CellResult(BaseModel):
     pss_mb: float | None = None  # dataloader: PSS of the process plus its workers after the warm-up epoch
     peak_cuda_allocated_mb: float | None = None
     peak_cuda_reserved_mb: float | None = None
+    # micro: what the materialization rule itself cost on this cell's outputs (measured apart from the timed
+    # passes, on up to MATERIALIZE_SAMPLE items): microseconds per item, and the share of outputs it copied
+    materialize_us: float | None = None
+    materialize_copied: float | None = None
 
     @property
     def supported(self) -> bool:

@@ -11,6 +11,10 @@ Per transform:
 4. `warmup` untimed passes over all items, then `num_runs` timed passes:
    `t0 = perf_counter(); for x in native: materialize(fn(x)); t = perf_counter() - t0`, throughput = items / t.
    On CUDA the pass ends with `torch.cuda.synchronize()` inside the timer.
+5. the materialization rule's own cost, apart from the timed passes: the outputs of the first
+   `MATERIALIZE_SAMPLE` items are made, then `materialize` alone is timed over them (median of 3 passes);
+   the cell records microseconds per item (`materialize_us`) and the share of outputs it had to copy
+   (`materialize_copied`), so a reader sees what the harness added to each cell.
 
 An exception at any step makes the cell `error` with the message; the next transform runs regardless.
 """
@@ -34,7 +38,8 @@ from bench_assets.augbench.runners.common import (
 )
 from bench_assets.augbench.stats import summarize
 
-DEFAULT_PREFLIGHT = {"video": (3, 0.5)}  # media -> (items, min items/s); others (10, 20)
+DEFAULT_PREFLIGHT = {"video": (3, 0.5)}
+MATERIALIZE_SAMPLE = 50  # items whose outputs the materialization cost is measured on  # media -> (items, min items/s); others (10, 20)
 
 
 def preflight_defaults(media: str) -> tuple[int, float]:
@@ -154,6 +159,7 @@ class _MicroRun:
             if stop:
                 return self.result(transform, "early_stopped", started, preflight_throughput=pf, reason=stop)
             self._timed_passes(fn, transform, bar, throughputs)
+            cost = self._materialize_cost(fn)
         except Exception as exc:
             return self.result(transform, "error", started, reason=error_text(exc), throughputs=throughputs,
                                preflight_throughput=pf, **cuda_peaks(self.device))
@@ -161,7 +167,25 @@ class _MicroRun:
             bar.close()
             fn = None  # noqa: F841 - drop the transform (and any device buffers) before the next one
         return self.result(transform, "ok", started, throughputs=throughputs, preflight_throughput=pf,
-                           summary=summarize(throughputs), **cuda_peaks(self.device))
+                           summary=summarize(throughputs), **cost, **cuda_peaks(self.device))
+
+    def _materialize_cost(self, fn: Callable[[Any], Any]) -> dict[str, float]:
+        """The rule's own cost on this cell: `materialize` alone over the outputs of the first
+        MATERIALIZE_SAMPLE items (made beforehand, outside the timer); median of 3 passes, per item."""
+        from bench_assets.augbench.adapters.base import needs_copy
+
+        outs = [fn(x) for x in self.native[:MATERIALIZE_SAMPLE]]
+        self.sync()
+        copied = sum(map(needs_copy, outs)) / len(outs)
+        passes = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for out in outs:
+                self.materialize(out)
+            self.sync()
+            passes.append(time.perf_counter() - t0)
+        passes.sort()
+        return {"materialize_us": passes[1] / len(outs) * 1e6, "materialize_copied": copied}
 
     def _preflight(self, fn: Callable[[Any], Any]) -> tuple[float, str | None]:
         """(items/s, why the cell stops here or None): an untimed first call on item 0, then the first

@@ -55,7 +55,10 @@ joined as (
         coalesce(c.runs, 0) as runs,
         c.preflight_items_per_s,
         c.hardware,
-        c.library_version
+        c.library_version,
+        c.materialize_us,
+        c.materialize_copied,
+        c.materialize_share
     from grid as g
     left join cells as c
         on c.config = g.config and c.transform = g.transform and c.library = g.library
@@ -105,6 +108,9 @@ select
     coalesce(status = 'ok' and items_per_s = best_items_per_s, false) as is_fastest,
     ok_libraries,
     hardware,
-    library_version
+    library_version,
+    materialize_us,
+    materialize_copied,
+    materialize_share
 from compared
 order by config, transform, library

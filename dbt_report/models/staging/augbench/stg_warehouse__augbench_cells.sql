@@ -23,5 +23,8 @@ select
     hardware,
     threads,
     media_hash,
-    library_version
+    library_version,
+    materialize_us,
+    materialize_copied,
+    materialize_share
 from {{ source('warehouse', 'augbench_cells') }}
