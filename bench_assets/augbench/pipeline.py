@@ -64,11 +64,15 @@ def build_media(home: Path, cfg: RunConfig) -> tuple[dict[str, Any], bool]:
     record = {**ms.record(), **extra, "config": cfg.name}
     stem = media_dir(home) / ms.content_hash[:16]
     written = False
-    if not stem.with_suffix(".npy").exists():
+    if not stem.with_suffix(".npz").exists():
         stem.parent.mkdir(parents=True, exist_ok=True)
-        tmp = stem.with_name(f".{stem.name}.{os.getpid()}.npy")
-        np.save(tmp, np.stack(ms.items))
-        os.replace(tmp, stem.with_suffix(".npy"))
+        tmp = stem.with_name(f".{stem.name}.{os.getpid()}.npz")
+        # items of mixed shapes (native sizes): one flat uint8 buffer and each item's shape
+        np.savez(tmp, flat=np.concatenate([a.reshape(-1) for a in ms.items]),
+                 shapes=np.array([a.shape for a in ms.items], dtype=np.int64))
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, stem.with_suffix(".npz"))
         written = True
     atomic_write_json(stem.with_suffix(".json"), record)
     atomic_write_text(config_dir(home, cfg.name) / MEDIA_POINTER, ms.content_hash)
@@ -86,9 +90,12 @@ def load_media(home: Path, cfg: RunConfig) -> Any:
         raise ConfigError(f"{pointer}: no media for config {cfg.name!r}; materialize augbench/media first")
     digest = pointer.read_text().strip()
     stem = media_dir(home) / digest[:16]
-    items = list(np.load(stem.with_suffix(".npy")))
+    with np.load(stem.with_suffix(".npz")) as stored:
+        flat, shapes = stored["flat"], stored["shapes"]
+    ends = np.cumsum([int(np.prod(sh)) for sh in shapes])
+    items = [part.reshape(sh) for part, sh in zip(np.split(flat, ends[:-1]), shapes, strict=True)]
     if content_hash(items) != digest:
-        raise ConfigError(f"{stem.with_suffix('.npy')}: content does not match its recorded hash {digest[:16]}; "
+        raise ConfigError(f"{stem.with_suffix('.npz')}: content does not match its recorded hash {digest[:16]}; "
                           "re-materialize augbench/media")
     record = json.loads(stem.with_suffix(".json").read_text())
     return MediaSet(items, cfg.media, record["description"], problems=record.get("problems", []),

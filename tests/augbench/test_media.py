@@ -208,3 +208,61 @@ def test_staged_ucf101_clips(tmp_path: Path) -> None:
     assert in_place.root == src and len(in_place.files) == 5 and in_place.dropped_junk == ["UCF-101/.DS_Store"]
     assert not (tmp_path / "unused").exists()
     assert load_staged_items(in_place, "video", 3, size=32).content_hash == ms.content_hash
+
+
+# ------------------------------------------------------------------ native sizes (the paper's default)
+
+
+def test_native_size_mix_is_deterministic_and_follows_its_shares() -> None:
+    """Without an explicit size, rgb items take the shapes of NATIVE_IMAGE_SIZES, fixed per item by the seed, with
+    each shape's share within a few points over 400 draws; 9ch stacks share one size; clips are 320x240."""
+    from collections import Counter
+
+    from bench_assets.augbench.media import NATIVE_IMAGE_SIZES, native_image_size
+
+    draws = Counter(native_image_size(0, "rgb", i) for i in range(400))
+    for h, w, share in NATIVE_IMAGE_SIZES:
+        assert abs(draws[(h, w)] / 400 - share) < 0.06, ((h, w), draws[(h, w)])
+    ms = embedded_items("rgb", 8)
+    assert [a.shape for a in ms.items] == [(*native_image_size(0, "rgb", i), 3) for i in range(8)]
+    assert len({a.shape for a in ms.items}) > 1 and "native sizes" in ms.description
+    assert embedded_items("rgb", 8).content_hash == ms.content_hash
+    assert embedded_items("rgb", 8, seed=1).content_hash != ms.content_hash
+    for a in ms.items:
+        assert a.flags.c_contiguous and a.std() > 5
+    nine = embedded_items("9ch", 3)
+    assert [a.shape for a in nine.items] == [(*native_image_size(0, "9ch", i), 9) for i in range(3)]
+    clip = embedded_items("video", 1, clip_frames=4)
+    assert clip.items[0].shape == (4, 240, 320, 3) and "320x240" in clip.description
+
+
+def test_staged_imagenet_at_native_size_keeps_each_files_shape(imagenet_tar: Path, tmp_path: Path) -> None:
+    staged = stage_tarball(imagenet_tar, tmp_path / "media", "imagenet")
+    ms = load_staged_items(staged, "rgb", 6)
+    assert sorted(a.shape for a in ms.items) == sorted((96, 60 + 6 * i, 3) for i in range(6))
+    assert "native size" in ms.description
+    nine = load_staged_items(staged, "9ch", 2)
+    assert all(a.shape[2] == 9 for a in nine.items)  # the second and third image resized to the first's size
+
+
+def test_media_of_mixed_shapes_round_trips_through_the_store(tmp_path: Path) -> None:
+    """build_media stores items of different shapes (one flat buffer + shapes) and load_media gives them back
+    byte for byte, hash-checked; a flipped byte on disk is refused."""
+    from bench_assets.augbench.config import RunConfig
+    from bench_assets.augbench.pipeline import build_media, load_media, media_dir
+
+    cfg = RunConfig.model_validate({"name": "mixed", "media": "rgb", "mode": "micro", "libraries": ["pillow"],
+                                    "transforms": ["HorizontalFlip"], "num_items": 5})
+    record, written = build_media(tmp_path, cfg)
+    assert written and len(set(record["shapes"])) > 1
+    back = load_media(tmp_path, cfg)
+    direct = embedded_items("rgb", 5)
+    assert [a.shape for a in back.items] == [a.shape for a in direct.items]
+    assert all(np.array_equal(a, b) for a, b in zip(back.items, direct.items, strict=True))
+    store = next(media_dir(tmp_path).glob("*.npz"))
+    with np.load(store) as z:
+        flat, shapes = z["flat"].copy(), z["shapes"]
+    flat[123] ^= 0xFF
+    np.savez(store, flat=flat, shapes=shapes)
+    with pytest.raises(Exception, match="does not match its recorded hash"):
+        load_media(tmp_path, cfg)
