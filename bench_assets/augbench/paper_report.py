@@ -64,7 +64,8 @@ MARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "augbench_paper_table": (("config", "media", "mode", "device", "transform", "library", "status", "reason",
                               "items_per_s", "ci95_low", "ci95_high", "cv", "unstable", "repeats", "runs",
                               "preflight_items_per_s", "speedup_vs_albumentationsx", "is_fastest", "hardware",
-                              "library_version", "materialize_us", "materialize_copied", "materialize_share"),
+                              "library_version", "materialize_us", "materialize_copied", "materialize_share",
+                              "busy_repeats", "clock_moved_repeats"),
                              "config, transform, library"),
     "augbench_coverage": (("config", "library", "planned", "ok", "early_stopped", "unsupported", "error", "missing",
                            "unplanned", "measured_share", "median_items_per_s"), "config, library"),
@@ -378,6 +379,13 @@ def _config_intro(cfg: _Config) -> str:
     repeats = sorted({int(r["repeats"]) for r in cfg.cells if r["status"] == "ok" and r["repeats"]})
     if repeats:
         parts.append("repeats pooled: " + (str(repeats[0]) if len(repeats) == 1 else f"{repeats[0]}-{repeats[-1]}"))
+    busy = sorted(f"{lib_name(r['library'])} {r['transform']}" for r in cfg.cells if r["busy_repeats"])
+    if busy:
+        parts.append(f"MEASURED WHILE THE MACHINE WAS BUSY (load above the thread budget): {len(busy)} cell(s), "
+                     + ", ".join(busy[:8]) + (" ..." if len(busy) > 8 else ""))
+    moved = sum(1 for r in cfg.cells if r["clock_moved_repeats"])
+    if moved:
+        parts.append(f"CPU clock moved during {moved} cell(s)")
     return "; ".join(parts) + "."
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from bench_assets.augbench.config import ConfigError, RunConfig
 from bench_assets.augbench.naming import config_dir, media_dir, plan_file, resolved_config_file, results_file
 from bench_assets.augbench.plan import Cell, Plan, make_plan
+from bench_assets.augbench.machine import machine_facts
 from bench_assets.augbench.results import append_repeat
 from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
 from bench_assets.platform.provenance import hardware_label, source_tree
@@ -150,6 +151,7 @@ def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[
         raise ConfigError(f"config {cfg.name}: library {library!r} is not in its libraries "
                           f"({', '.join(cfg.libraries)})")
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    facts = machine_facts()  # clock, governor and load as the repeat starts
     threads = apply_thread_policy(cfg.threads)
     adapter = get_adapter(library)
     unavailable = adapter.availability(cfg.device)
@@ -166,7 +168,7 @@ def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[
         "started": started, "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "config_sha256": cfg.sha256(), "hardware": hardware_label(cfg.device), "versions": versions,
         "threads": threads, "media_hash": media.content_hash, "media_description": media.description,
-        "git": source_tree(), "cells": out,
+        "git": source_tree(), "machine": facts, "cells": out,
     }
     number = append_repeat(results_file(home, cfg.name, library), cfg.name, library, cfg.model_dump(mode="json"),
                            repeat)

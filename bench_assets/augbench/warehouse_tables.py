@@ -21,7 +21,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "cv": "DOUBLE", "ci95_low": "DOUBLE", "ci95_high": "DOUBLE", "unstable": "BOOLEAN",
         "preflight_throughput": "DOUBLE", "startup_seconds": "DOUBLE", "peak_rss_mb": "DOUBLE",
         "peak_cuda_allocated_mb": "DOUBLE", "peak_cuda_reserved_mb": "DOUBLE", "materialize_us": "DOUBLE",
-        "materialize_copied": "DOUBLE", "num_items": "BIGINT",
+        "materialize_copied": "DOUBLE", "load_1m": "DOUBLE", "busy": "BOOLEAN", "clock_moved": "BOOLEAN",
+        "num_items": "BIGINT",
         "batch_size": "BIGINT", "workers": "BIGINT", "hardware": "VARCHAR", "threads": "VARCHAR",
         "media_hash": "VARCHAR", "config_sha256": "VARCHAR", "library_version": "VARCHAR", "started": "VARCHAR",
         "is_latest": "BOOLEAN", "path": "VARCHAR",
@@ -36,6 +37,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "threads": "VARCHAR", "media_hash": "VARCHAR", "library_version": "VARCHAR",
         # the materialization rule's own cost (latest repeat): us per item, and its share of the cell's time
         "materialize_us": "DOUBLE", "materialize_copied": "DOUBLE", "materialize_share": "DOUBLE",
+        # repeats of the pool in which this cell was measured while the machine was busy / its clock moved
+        "busy_repeats": "BIGINT", "clock_moved_repeats": "BIGINT",
     },
     # the planned cells of every registered augbench config (coverage is judged against these)
     "augbench_planned": {"config": "VARCHAR", "library": "VARCHAR", "transform": "VARCHAR",
@@ -70,7 +73,8 @@ def _augbench_rows(home: Path) -> pd.DataFrame:
                     **{k: s.get(k) for k in ("median", "mean", "std", "cv", "ci95_low", "ci95_high")},
                     "unstable": s.get("unstable"), "preflight_throughput": c.preflight_throughput,
                     **{k: extra.get(k) for k in ("startup_seconds", "peak_rss_mb", "peak_cuda_allocated_mb",
-                                                 "peak_cuda_reserved_mb", "materialize_us", "materialize_copied")},
+                                                 "peak_cuda_reserved_mb", "materialize_us", "materialize_copied",
+                                                 "load_1m", "busy", "clock_moved")},
                     "num_items": cfg["num_items"], "batch_size": cfg.get("batch_size"), "workers": cfg.get("workers"),
                     "hardware": rep.hardware, "threads": json.dumps(rep.threads, sort_keys=True),
                     "media_hash": rep.media_hash, "config_sha256": rep.config_sha256, "library_version": version,
@@ -98,6 +102,7 @@ def _augbench_cell_rows(home: Path) -> pd.DataFrame:
                     for t in cell.throughputs] if c.status == "ok" else []
             s = summarize(runs) if runs else {}
             mat_us = (c.model_extra or {}).get("materialize_us")
+            same = [cell.model_extra or {} for r in pool for cell in r.cells if cell.transform == c.transform]
             rows.append({
                 "config": doc.config_name, "media": doc.config["media"], "mode": doc.config["mode"],
                 "device": doc.config["device"], "library": doc.library, "transform": c.transform, "status": c.status,
@@ -108,6 +113,8 @@ def _augbench_cell_rows(home: Path) -> pd.DataFrame:
                 "library_version": latest.versions.get(doc.library) or next(iter(latest.versions.values()), None),
                 "materialize_us": mat_us, "materialize_copied": (c.model_extra or {}).get("materialize_copied"),
                 "materialize_share": mat_us * 1e-6 * s["median"] if mat_us is not None and s.get("median") else None,
+                "busy_repeats": sum(bool(x.get("busy")) for x in same),
+                "clock_moved_repeats": sum(bool(x.get("clock_moved")) for x in same),
             })
     return pd.DataFrame(rows)
 

@@ -362,3 +362,28 @@ def test_progress_true_uses_tqdm(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_micro(FakeAdapter(), _media(n=12), ["Flip"], num_runs=2, warmup=0, preflight_items=3, progress=True)
     assert out[0]["status"] == "ok"
     assert "fake Flip run" in capsys.readouterr().err
+
+
+def test_machine_conditions_flag_busy_cells_and_moved_clocks() -> None:
+    """busy: the 1-min load at the start or end of a cell above its thread budget + BUSY_MARGIN; clock_moved:
+    the mean clock changed by more than CLOCK_TOLERANCE; unknown values stay None, never a guess."""
+    from bench_assets.augbench.machine import BUSY_MARGIN, CLOCK_TOLERANCE, Snapshot, conditions, cpu_mhz
+
+    idle = conditions(Snapshot(1.0, 2600.0), Snapshot(1.0 + BUSY_MARGIN, 2600.0), thread_budget=1)
+    assert idle["busy"] is False and idle["clock_moved"] is False and idle["load_1m"] == 1.0 + BUSY_MARGIN
+    busy = conditions(Snapshot(1.0, 2600.0), Snapshot(1.0 + BUSY_MARGIN + 0.01, 2600.0), thread_budget=1)
+    assert busy["busy"] is True
+    assert conditions(Snapshot(3.2, None), Snapshot(0.2, None), thread_budget=4)["busy"] is False
+    moved = conditions(Snapshot(0.5, 2600.0), Snapshot(0.5, 2600.0 * (1 + CLOCK_TOLERANCE) + 1), thread_budget=1)
+    assert moved["clock_moved"] is True and moved["busy"] is False
+    unknown = conditions(Snapshot(None, None), Snapshot(None, None), thread_budget=1)
+    assert unknown["busy"] is False and unknown["clock_moved"] is None and unknown["load_1m"] is None
+    assert cpu_mhz("model name : x\ncpu MHz\t\t: 2000.000\ncpu MHz\t\t: 3000.0\n") == 2500.0
+    assert cpu_mhz("no clock here\n") is None
+
+
+def test_micro_cells_record_the_machine_conditions() -> None:
+    out = run_micro(FakeAdapter(), _media(), ["Flip", "NotHere"], num_runs=1)
+    ok = out[0]
+    assert ok["status"] == "ok" and isinstance(ok["busy"], bool) and ok["load_1m"] is not None
+    assert {"cpu_mhz_start", "cpu_mhz_end", "clock_moved"} <= ok.keys()

@@ -41,6 +41,13 @@ class CellResult(BaseModel):
     # passes, on up to MATERIALIZE_SAMPLE items): microseconds per item, and the share of outputs it copied
     materialize_us: float | None = None
     materialize_copied: float | None = None
+    # the machine during the cell (augbench.machine.conditions): highest 1-min load average at its start/end,
+    # busy (load above the thread budget), the mean CPU clock at both ends and whether it moved
+    load_1m: float | None = None
+    busy: bool | None = None
+    cpu_mhz_start: float | None = None
+    cpu_mhz_end: float | None = None
+    clock_moved: bool | None = None
 
     @property
     def supported(self) -> bool:

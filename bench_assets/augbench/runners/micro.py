@@ -128,13 +128,19 @@ class _MicroRun:
     native: list[Any] = field(default_factory=list)
     sync: Callable[[], None] = lambda: None
     materialize: Callable[[Any], Any] = lambda out: out
+    before: Any = None  # machine.Snapshot at the start of the cell being measured
 
     def result(self, transform: str, status: str, started: float, **kw: Any) -> dict[str, Any]:
-        """The cell's result dict (seconds_total since `started`), logged in one line."""
+        """The cell's result dict (seconds_total since `started`, the machine's conditions since the cell's
+        start snapshot), logged in one line."""
+        from bench_assets.augbench import machine
+
+        if self.before is not None:
+            kw.update(machine.conditions(self.before, machine.snapshot(), thread_budget=1))
         res = CellResult(transform=transform, status=status, seconds_total=time.perf_counter() - started,
                          library=self.library, mode="micro", media=self.media, device=self.device,
                          n_items=self.n_items, **kw)
-        self.say(f"{self.library} {transform}: {res.status}"
+        self.say(f"{self.library} {transform}: {res.status}" + (" [machine busy]" if res.busy else "")
                  + (f" median {res.summary['median']:.1f} items/s" if res.summary else "")
                  + (f" (preflight {res.preflight_throughput:.2f} items/s)" if res.status == "early_stopped" else "")
                  + (f" - {res.reason}" if res.reason and res.status != "early_stopped" else ""))
@@ -142,7 +148,10 @@ class _MicroRun:
 
     def measure(self, transform: str) -> dict[str, Any]:
         """Build, preflight and time one transform; its cell."""
+        from bench_assets.augbench import machine
+
         started = time.perf_counter()
+        self.before = machine.snapshot()
         gc.collect()
         cuda_peaks_reset(self.device)
         try:

@@ -58,7 +58,9 @@ joined as (
         c.library_version,
         c.materialize_us,
         c.materialize_copied,
-        c.materialize_share
+        c.materialize_share,
+        c.busy_repeats,
+        c.clock_moved_repeats
     from grid as g
     left join cells as c
         on c.config = g.config and c.transform = g.transform and c.library = g.library
@@ -111,6 +113,8 @@ select
     library_version,
     materialize_us,
     materialize_copied,
-    materialize_share
+    materialize_share,
+    busy_repeats,
+    clock_moved_repeats
 from compared
 order by config, transform, library

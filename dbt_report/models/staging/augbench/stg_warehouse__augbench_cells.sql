@@ -26,5 +26,7 @@ select
     library_version,
     materialize_us,
     materialize_copied,
-    materialize_share
+    materialize_share,
+    busy_repeats,
+    clock_moved_repeats
 from {{ source('warehouse', 'augbench_cells') }}

@@ -1,0 +1,222 @@
+"""Does our RGB micro paper run rank the libraries the way the published benchmark does?
+
+Runs `bench augbench run --config configs/paper/rgb-micro.yaml --num-items N --num-runs R --no-report` in a
+BENCH_HOME of its own (`--home`, default a temp dir removed afterwards unless `--keep`), reads the latest repeat of
+each `<library>.results.json`, keeps the median items/s of every `ok` cell and compares them with the published
+AlbumentationsX benchmark medians (`bench_assets/augbench/data/published_rgb_micro_cpu.csv`: Apple Silicon macOS,
+AlbumentationsX 2.2.5, torchvision 0.26.0, Kornia 0.8.2, Pillow 12.2.0, 2,000 ImageNet images; provenance in the
+`.meta.json` beside it) through `bench_assets.augbench.agreement`:
+
+- per library L != albumentationsx, the ratio r = L / albumentationsx on each transform both sides measured, ours
+  and published (absolute speeds depend on the machine, ratios far less);
+- Spearman rank correlation of our ratios against the published ones, per library (target >= 0.85 each);
+- same-winner share: (transform, L) pairs where the faster of L and albumentationsx agrees (target >= 90%);
+- outliers: pairs whose ratios differ by more than 3x, each needing an explanation in
+  `bench_assets/augbench/data/published_outliers.csv` (`transform,library,explanation`).
+
+`--results DIR` compares result files already on disk instead of running (DIR is a BENCH_HOME, its `augbench/`
+folder or a config folder; files of other configs are ignored).
+
+    .venv/bin/python benchmarks/augbench_vs_published.py
+    .venv/bin/python benchmarks/augbench_vs_published.py --num-items 20 --num-runs 1        # smoke (not judged)
+    .venv/bin/python benchmarks/augbench_vs_published.py --results ~/bench                    # existing results
+
+Prints markdown tables and one JSON line, writes the JSON (indented, with the date, machine facts and the command)
+to `--output` (default `benchmarks/results/augbench_vs_published.json`); exits 1 when a target is missed (judged
+only at the default size or larger: >= 200 items, >= 3 runs). Not a test: never run by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench_assets.augbench import agreement  # noqa: E402
+
+DEFAULT_CONFIG = REPO / "configs" / "paper" / "rgb-micro.yaml"
+DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "augbench_vs_published.json"
+DEFAULTS = {"num_items": 200, "num_runs": 3}  # judged at this size or larger
+
+
+def machine_facts() -> dict[str, Any]:
+    facts: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(),
+                             "machine": platform.machine(), "cpus": os.cpu_count(),
+                             "load_average_1m": round(os.getloadavg()[0], 2)}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                facts["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                facts["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
+                break
+    except OSError:
+        pass
+    return facts
+
+
+def _shown(x: Path | str) -> str:
+    """A path relative to the repository when it lies inside it (commands read the same on every checkout)."""
+    p = Path(x)
+    if p.is_absolute() and p.is_relative_to(REPO):
+        return str(p.relative_to(REPO))
+    return str(x)
+
+
+def run_bench(config: Path, home: Path, num_items: int, num_runs: int) -> tuple[list[str], float]:
+    """`bench augbench run` as a child process (its output goes to stderr); (argv, wall s)."""
+    argv = [sys.executable, "-m", "bench_assets.cli", "augbench", "run", "--config", str(config),
+            "--num-items", str(num_items), "--num-runs", str(num_runs), "--no-report"]
+    env = {**os.environ, "BENCH_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    t0 = time.perf_counter()
+    r = subprocess.run(argv, cwd=REPO, env=env, stdout=sys.stderr, stderr=sys.stderr)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"{shlex.join(argv)} exited {r.returncode} after {wall:.0f} s (BENCH_HOME={home})")
+    return argv, wall
+
+
+def result_files(root: Path, config_name: str) -> list[Path]:
+    from bench_assets.augbench.naming import RESULTS_SUFFIX
+
+    return sorted(p for p in root.rglob(f"*{RESULTS_SUFFIX}") if "dagster" not in p.parts
+                  and p.parent.name == config_name)
+
+
+def collect(files: list[Path]) -> tuple[dict[tuple[str, str], float], dict[str, Any]]:
+    """Our medians {(library, transform): items/s} of `ok` cells in each file's latest repeat, and what the run was."""
+    from bench_assets.augbench.results import read_results
+
+    ours: dict[tuple[str, str], float] = {}
+    info: dict[str, Any] = {"files": [], "statuses": {}, "libraries": {}}
+    for path in files:
+        doc = read_results(path)
+        if doc is None or not doc.repeats:
+            continue
+        rep = doc.repeats[-1]
+        counts: dict[str, int] = {}
+        for c in rep.cells:
+            counts[c.status] = counts.get(c.status, 0) + 1
+            median = (c.summary or {}).get("median")
+            if c.status == "ok" and median is not None and median > 0:
+                ours[(c.library, c.transform)] = float(median)
+        info["files"].append(str(path))
+        info["statuses"][doc.library] = counts
+        info["libraries"][doc.library] = {
+            "repeat": rep.repeat, "started": rep.started, "finished": rep.finished, "hardware": rep.hardware,
+            "versions": rep.versions, "threads": rep.threads, "media": rep.media_description,
+            "num_items": doc.config.get("num_items"), "num_runs": doc.config.get("num_runs"),
+            "config_sha256": rep.config_sha256, "git": rep.git}
+    return ours, info
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+    ap.add_argument("--num-items", type=int, default=DEFAULTS["num_items"])
+    ap.add_argument("--num-runs", type=int, default=DEFAULTS["num_runs"])
+    ap.add_argument("--home", type=Path, help="BENCH_HOME for the run (default: a temp dir, removed afterwards)")
+    ap.add_argument("--keep", action="store_true", help="keep the temp BENCH_HOME")
+    ap.add_argument("--results", type=Path, help="compare the result files under this folder; do not run")
+    ap.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    ap.add_argument("--details", action="store_true", help="print every compared (transform, library) pair")
+    args = ap.parse_args()
+
+    from bench_assets.augbench.config import load_config
+
+    config_name = load_config(args.config).name
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    facts = machine_facts()
+    bench_argv: list[str] | None = None
+    wall = None
+    temp = None
+    if args.results:
+        root = args.results.expanduser()
+    else:
+        if args.home:
+            root = args.home.expanduser()
+        else:
+            temp = root = Path(tempfile.mkdtemp(prefix="augbench_vs_published_"))
+    try:
+        if not args.results:
+            bench_argv, wall = run_bench(args.config, root, args.num_items, args.num_runs)
+        files = result_files(root, config_name)
+        if not files:
+            raise SystemExit(f"no {config_name} result files under {root}")
+        ours, info = collect(files)
+    finally:
+        if temp is not None and not args.keep:
+            shutil.rmtree(temp, ignore_errors=True)
+
+    meta = agreement.load_meta()
+    source = {k: meta[k] for k in ("repository", "commit", "commit_date", "source_paths")}
+    result = agreement.compare(ours, source=source)
+    sizes = [(v["num_items"] or 0, v["num_runs"] or 0) for v in info["libraries"].values()]
+    judged = bool(sizes) and all(n >= DEFAULTS["num_items"] and r >= DEFAULTS["num_runs"] for n, r in sizes)
+
+    libs = info["libraries"]
+    hw = sorted({v["hardware"] for v in libs.values()})
+    print(f"{config_name}: {len(ours)} ok cells of ours over {', '.join(libs)} "
+          f"({', '.join(f'{n} items x {r} runs' for n, r in sorted(set(sizes)))}); hardware {'; '.join(hw)}; "
+          f"python {facts['python']}, {facts['cpus']} cpus, load average {facts['load_average_1m']}"
+          + (f"; run took {wall:.0f} s" if wall is not None else f"; results read from {root}"))
+    print(f"published: {meta['repository']} @ {meta['commit'][:7]} ({meta['commit_date'][:10]}), "
+          f"{meta['hardware_stated']['platform']}\n")
+    for lib, counts in info["statuses"].items():
+        print(f"- {lib}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print()
+    print(result.markdown(details=args.details))
+    verdict = ("PASS" if result.passes else "FAIL") if judged else "NOT JUDGED (below the target's size)"
+    print(f"\n{verdict}")
+
+    doc = {
+        "benchmark": "augbench_vs_published", "date": started, "config": config_name,
+        "num_items": sizes[0][0] if len(set(sizes)) == 1 else None,
+        "num_runs": sizes[0][1] if len(set(sizes)) == 1 else None,
+        "command": shlex.join([_shown(Path(sys.executable)), *sys.argv]),
+        "bench_command": (f"BENCH_HOME={_shown(root)} bench " + shlex.join(_shown(a) for a in bench_argv[3:]))
+        if bench_argv else None,
+        "results_root": _shown(root), "home_kept": temp is None or args.keep,
+        "run_wall_s": round(wall, 1) if wall is not None else None,
+        "machine": facts, "hardware": hw,
+        "versions": {lib: v["versions"] for lib, v in libs.items()},
+        "sizes": {lib: {"num_items": v["num_items"], "num_runs": v["num_runs"], "repeat": v["repeat"]}
+                  for lib, v in libs.items()},
+        "statuses": info["statuses"], "ok_cells": len(ours),
+        "ours_median_items_per_s": {f"{t}/{lib}": round(v, 3) for (lib, t), v in sorted(ours.items())},
+        "agreement": result.to_dict(),
+        "judged": judged, "pass": result.passes if judged else None,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(doc, indent=2) + "\n")
+    line = {k: doc[k] for k in ("benchmark", "date", "config", "num_items", "num_runs", "ok_cells", "judged", "pass")}
+    line.update({"spearman": {lib.library: lib.spearman for lib in result.libraries},
+                 "same_winner": result.same_winner,
+                 "same_winner_by_library": {lib.library: lib.same_winner for lib in result.libraries},
+                 "pairs": {lib.library: lib.pairs for lib in result.libraries},
+                 "outliers": len(result.outliers), "unexplained": [list(x) for x in
+                                                                   doc["agreement"]["unexplained"]],
+                 "output": str(args.output)})
+    print(json.dumps(line))
+    return 0 if result.passes or not judged else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
