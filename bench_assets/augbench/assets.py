@@ -9,6 +9,7 @@ from bench_assets.augbench.config import ConfigError
 from bench_assets.augbench.naming import results_file
 from bench_assets.augbench.partitions import config_library_partitions, config_partitions, on_config, split_key
 from bench_assets.augbench.pipeline import build_media, measure_library, registered_config
+from bench_assets.augbench.rounds import schedule_from_tags
 from resources.bench_home import BenchHome
 
 
@@ -56,7 +57,8 @@ def results(context: dg.AssetExecutionContext, home: BenchHome) -> dg.Materializ
         cfg = registered_config(home.path, config_name)
         # Named tqdm bars (library, transform, run) when a person watches a terminal; the log always.
         repeat, cells = measure_library(home.path, cfg, library, log=context.log.info,
-                                        progress=True if sys.stderr.isatty() else None)
+                                        progress=True if sys.stderr.isatty() else None,
+                                        schedule=schedule_from_tags(context.run.tags))
     except ConfigError as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     counts = {s: sum(1 for c in cells if c["status"] == s) for s in ("ok", "early_stopped", "unsupported", "error")}

@@ -65,7 +65,7 @@ MARTS: dict[str, tuple[tuple[str, ...], str]] = {
                               "items_per_s", "ci95_low", "ci95_high", "cv", "unstable", "repeats", "runs",
                               "preflight_items_per_s", "speedup_vs_albumentationsx", "is_fastest", "hardware",
                               "library_version", "materialize_us", "materialize_copied", "materialize_share",
-                              "busy_repeats", "clock_moved_repeats"),
+                              "busy_repeats", "clock_moved_repeats", "speedup_ci95_low", "speedup_ci95_high"),
                              "config, transform, library"),
     "augbench_coverage": (("config", "library", "planned", "ok", "early_stopped", "unsupported", "error", "missing",
                            "unplanned", "measured_share", "median_items_per_s"), "config, library"),
@@ -288,6 +288,15 @@ def paper_table(cfg: _Config, transforms: Sequence[str] | None = None) -> Table:
     return table(["Transform", *(lib_name(lib) for lib in libs)], rows, numeric=range(1, len(libs) + 1))
 
 
+def _speedup_with_ci(c: Row) -> str:
+    """"1.23x [1.10-1.35]": the speedup and its bootstrap 95% interval when one was computed."""
+    text = fmt_speedup(c["speedup_vs_albumentationsx"])
+    low, high = _num(c["speedup_ci95_low"]), _num(c["speedup_ci95_high"])
+    if c["speedup_vs_albumentationsx"] is None or low is None or high is None:
+        return text
+    return f"{text} [{low:.2f}-{high:.2f}]"
+
+
 def speedup_table(cfg: _Config) -> Table | Paragraph:
     others = [lib for lib in cfg.libraries if lib != REFERENCE]
     if REFERENCE not in cfg.libraries or not others:
@@ -295,7 +304,7 @@ def speedup_table(cfg: _Config) -> Table | Paragraph:
     rows: list[list[str | Cell]] = []
     for t in cfg.transforms:
         cells = [cfg.cell(t, lib) for lib in others]
-        rows.append([t, *(fmt_speedup(c["speedup_vs_albumentationsx"]) if c else "" for c in cells)])
+        rows.append([t, *(_speedup_with_ci(c) if c else "" for c in cells)])
     wins = {r["library"]: r for r in cfg.winners}
     rows.append([Cell("geometric mean", bold=True),
                  *(Cell(fmt_speedup(wins[lib]["geomean_speedup_vs_albumentationsx"]) if lib in wins else "—",

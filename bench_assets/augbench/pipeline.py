@@ -140,8 +140,9 @@ def _cell_records(cells: list[Cell], by_transform: dict[str, dict[str, Any]], li
 
 
 def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[str], None] = print,
-                    progress: Any = None) -> tuple[int, list[dict[str, Any]]]:
-    """Run every planned cell of `library` once more and append the repeat; return (repeat, cells)."""
+                    progress: Any = None, schedule: dict[str, Any] | None = None) -> tuple[int, list[dict[str, Any]]]:
+    """Run every planned cell of `library` once more and append the repeat; return (repeat, cells). `schedule`:
+    the round, position and library order the repeat ran in (`augbench.rounds`), recorded with it."""
     from bench_assets.augbench.adapters import get_adapter
     from bench_assets.augbench.runners import apply_thread_policy
 
@@ -168,7 +169,7 @@ def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[
         "started": started, "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "config_sha256": cfg.sha256(), "hardware": hardware_label(cfg.device), "versions": versions,
         "threads": threads, "media_hash": media.content_hash, "media_description": media.description,
-        "git": source_tree(), "machine": facts, "cells": out,
+        "git": source_tree(), "machine": facts, "schedule": schedule, "cells": out,
     }
     number = append_repeat(results_file(home, cfg.name, library), cfg.name, library, cfg.model_dump(mode="json"),
                            repeat)

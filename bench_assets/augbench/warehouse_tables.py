@@ -39,6 +39,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "materialize_us": "DOUBLE", "materialize_copied": "DOUBLE", "materialize_share": "DOUBLE",
         # repeats of the pool in which this cell was measured while the machine was busy / its clock moved
         "busy_repeats": "BIGINT", "clock_moved_repeats": "BIGINT",
+        # median items/s over the reference library's (albumentationsx) on the same config and transform, with a
+        # two-level (repeats, then passes) bootstrap 95% interval (augbench.bootstrap)
+        "speedup_vs_reference": "DOUBLE", "speedup_ci95_low": "DOUBLE", "speedup_ci95_high": "DOUBLE",
     },
     # the planned cells of every registered augbench config (coverage is judged against these)
     "augbench_planned": {"config": "VARCHAR", "library": "VARCHAR", "transform": "VARCHAR",
@@ -83,14 +86,19 @@ def _augbench_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+REFERENCE_LIBRARY = "albumentationsx"
+
+
 def _augbench_cell_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
+    from bench_assets.augbench.bootstrap import ratio_interval
     from bench_assets.augbench.naming import iter_results_files
     from bench_assets.augbench.results import read_results
     from bench_assets.augbench.stats import summarize
 
     rows = []
+    groups: dict[tuple[str, str, str], list[list[float]]] = {}  # (config, library, transform) -> passes per repeat
     for path in iter_results_files(home):
         doc = read_results(path)
         if doc is None or not doc.repeats:
@@ -98,8 +106,11 @@ def _augbench_cell_rows(home: Path) -> pd.DataFrame:
         latest = doc.repeats[-1]
         pool = [r for r in doc.repeats if r.config_sha256 == latest.config_sha256]
         for c in latest.cells:
-            runs = [t for r in pool for cell in r.cells if cell.transform == c.transform and cell.status == "ok"
-                    for t in cell.throughputs] if c.status == "ok" else []
+            per_repeat = [list(cell.throughputs) for r in pool for cell in r.cells
+                          if cell.transform == c.transform and cell.status == "ok" and cell.throughputs]
+            runs = [t for g in per_repeat for t in g] if c.status == "ok" else []
+            if runs:
+                groups[(doc.config_name, doc.library, c.transform)] = per_repeat
             s = summarize(runs) if runs else {}
             mat_us = (c.model_extra or {}).get("materialize_us")
             same = [cell.model_extra or {} for r in pool for cell in r.cells if cell.transform == c.transform]
@@ -116,6 +127,13 @@ def _augbench_cell_rows(home: Path) -> pd.DataFrame:
                 "busy_repeats": sum(bool(x.get("busy")) for x in same),
                 "clock_moved_repeats": sum(bool(x.get("clock_moved")) for x in same),
             })
+    for row in rows:
+        mine = groups.get((row["config"], row["library"], row["transform"]))
+        ref = groups.get((row["config"], REFERENCE_LIBRARY, row["transform"]))
+        ci = ratio_interval(mine, ref) if mine and ref and row["median"] else None
+        ref_median = summarize([t for g in ref for t in g])["median"] if ref else None
+        row.update(speedup_vs_reference=row["median"] / ref_median if ci and ref_median else None,
+                   speedup_ci95_low=ci[0] if ci else None, speedup_ci95_high=ci[1] if ci else None)
     return pd.DataFrame(rows)
 
 

@@ -111,6 +111,10 @@ def _augbench_parser(sub: argparse._SubParsersAction) -> None:
         a.add_argument("--batch-size", type=int)
         if name == "run":
             a.add_argument("--no-report", action="store_true", help="skip the warehouse load and report rebuild")
+            a.add_argument("--rounds", type=int, default=1,
+                           help="measure every library this many times, each run in a fresh process, libraries in "
+                                "a seeded random order per round (default 1: config order, this process)")
+            a.add_argument("--order-seed", type=int, default=0, help="seed of the rounds' library orders")
         a.set_defaults(fn=fn)
 
 

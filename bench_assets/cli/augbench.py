@@ -28,9 +28,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_augbench(config_path: Path, overrides: dict | None = None, with_report: bool = True) -> int:
+def run_augbench(config_path: Path, overrides: dict | None = None, with_report: bool = True, rounds: int = 1,
+                 order_seed: int = 0) -> int:
     """Register the config, build its media, then measure each library in turn (never two at once: they
-    would share the cores being measured), then load the warehouse and rebuild the report."""
+    would share the cores being measured), then load the warehouse and rebuild the report.
+
+    rounds == 1: the libraries in config order, in this process. rounds > 1: `rounds` rounds, each library once
+    per round in a seeded random order (`augbench.rounds`), every run in a fresh worker process; each repeat
+    records its round, position and order."""
     import dagster as dg
 
     from bench_assets.augbench.config import ConfigError, load_config
@@ -54,7 +59,9 @@ def run_augbench(config_path: Path, overrides: dict | None = None, with_report: 
     code = report(run_job(instance, media_job, partition_key=cfg.name), f"augbench media {cfg.name}")
     if code:
         return code
-    for lib in cfg.libraries:
+    if rounds > 1:
+        code = _run_rounds(home, cfg, rounds, order_seed) or code
+    for lib in cfg.libraries if rounds == 1 else ():
         key = dg.MultiPartitionKey({"config": cfg.name, "library": lib})
         outcome = run_job(instance, results_job, partition_key=key)
         code = report(outcome, f"augbench {cfg.name}/{lib}") or code
@@ -64,5 +71,31 @@ def run_augbench(config_path: Path, overrides: dict | None = None, with_report: 
     return code
 
 
+def _run_rounds(home: Path, cfg: object, rounds: int, order_seed: int) -> int:
+    """Every (round, library) run in a fresh process, one at a time, in each round's seeded order."""
+    from bench_assets.augbench.jobs import results_job
+    from bench_assets.augbench.rounds import round_orders, schedule_tags
+    from bench_assets.cli.location import load_for_runs
+    from bench_assets.platform.run_pool import PoolRun, run_all
+
+    runs = []
+    for r, order in enumerate(round_orders(cfg.libraries, rounds, order_seed), start=1):
+        print(f"augbench {cfg.name}: round {r}/{rounds} order {', '.join(order)}")
+        runs += [PoolRun(label=f"{cfg.name}/{lib} round {r}", job_name=results_job.name,
+                         partition={"config": cfg.name, "library": lib},
+                         tags=schedule_tags(r, k, order, order_seed)) for k, lib in enumerate(order, start=1)]
+
+    def show(result: object) -> None:
+        ok = result.outcome.success
+        print(f"augbench {result.run.label}: {'ok' if ok else 'FAILED'} ({result.seconds:.0f} s, run "
+              f"{result.outcome.run_id})" + ("" if ok else f": {'; '.join(result.outcome.errors)[:500]}"))
+
+    results = run_all(runs, workers=1, home=home, load=load_for_runs, on_result=show, runs_per_worker=1)
+    return 0 if all(r.outcome.success for r in results) else 1
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    return run_augbench(Path(args.config), _overrides(args), with_report=not args.no_report)
+    if args.rounds < 1:
+        return fail(f"--rounds must be >= 1, got {args.rounds}", 2)
+    return run_augbench(Path(args.config), _overrides(args), with_report=not args.no_report, rounds=args.rounds,
+                        order_seed=args.order_seed)

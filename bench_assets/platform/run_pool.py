@@ -77,6 +77,18 @@ class _Worker:
     conn: Any
     run: PoolRun | None = None
     started: float = 0.0
+    done: int = 0  # runs answered
+
+
+def _retire(w: _Worker) -> None:
+    """Ask an idle worker to exit and wait for it (killed if it does not within 30 s)."""
+    try:
+        w.conn.send(None)
+    except (BrokenPipeError, OSError):
+        pass
+    w.process.join(timeout=30)
+    if w.process.is_alive():
+        w.process.kill()
 
 
 def _answer(w: _Worker) -> RunOutcome | None:
@@ -109,9 +121,11 @@ def _hand_out(pending: deque[PoolRun], pool: list[_Worker], workers: int, start:
 
 
 def run_all(runs: Iterable[PoolRun], *, workers: int, home: Path, load: Callable[[], Any],
-            on_result: Callable[[PoolResult], None] | None = None) -> list[PoolResult]:
+            on_result: Callable[[PoolResult], None] | None = None,
+            runs_per_worker: int | None = None) -> list[PoolResult]:
     """Execute every run, at most `workers` at once, in order; `load` (picklable: a module-level function)
-    returns the code location's Definitions inside a worker."""
+    returns the code location's Definitions inside a worker. `runs_per_worker`: retire a worker after that
+    many runs (1 = every run in a fresh process, as a measurement that must not inherit a warm process wants)."""
     pending = deque(runs)
     pool: list[_Worker] = []
     results: list[PoolResult] = []
@@ -120,9 +134,13 @@ def run_all(runs: Iterable[PoolRun], *, workers: int, home: Path, load: Callable
         assert w.run is not None
         result = PoolResult(w.run, outcome, time.monotonic() - w.started)
         w.run = None
+        w.done += 1
         results.append(result)
         if on_result:
             on_result(result)
+        if runs_per_worker and w.done >= runs_per_worker and w.process.is_alive():
+            _retire(w)
+            pool.remove(w)
 
     try:
         while pending or any(w.run for w in pool):

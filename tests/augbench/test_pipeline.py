@@ -59,12 +59,13 @@ def test_plan_lists_partitions_and_refuses_impossible_cells(bench_home: Path, tm
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny config run twice through `bench augbench run` (two repeats)."""
+    """The tiny config run through `bench augbench run` once in this process, then in 2 rounds of fresh processes
+    in a seeded order (three repeats per library)."""
     root = tmp_path_factory.mktemp("augbench")
     home = root / "bench"
     cfg = _config(root)
-    for _ in range(2):
-        res = run_bench("augbench", "run", "--config", str(cfg), "--no-report", home=home, timeout=600)
+    for extra in ((), ("--rounds", "2", "--order-seed", "3")):
+        res = run_bench("augbench", "run", "--config", str(cfg), "--no-report", *extra, home=home, timeout=600)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return home
 
@@ -72,7 +73,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_run_records_every_planned_cell_with_a_terminal_status(tiny_run: Path) -> None:
     alb = json.loads((tiny_run / "augbench/tiny-rgb/albumentationsx.results.json").read_text())
     pil = json.loads((tiny_run / "augbench/tiny-rgb/pillow.results.json").read_text())
-    assert [r["repeat"] for r in alb["repeats"]] == [1, 2]  # runs append as numbered repeats
+    assert [r["repeat"] for r in alb["repeats"]] == [1, 2, 3]  # runs append as numbered repeats
     latest = {c["transform"]: c for c in alb["repeats"][-1]["cells"]}
     assert {t: c["status"] for t, c in latest.items()} == {"HorizontalFlip": "ok", "RGBShift": "ok", "Rotate": "ok"}
     assert all(len(c["throughputs"]) == 2 and c["summary"]["median"] > 0 for c in latest.values())
@@ -83,11 +84,32 @@ def test_run_records_every_planned_cell_with_a_terminal_status(tiny_run: Path) -
     assert rep["media_hash"] == pil["repeats"][-1]["media_hash"] and len(rep["media_hash"]) == 64
     assert rep["threads"]["OMP_NUM_THREADS"] == "1" and rep["hardware"]
     assert rep["versions"] and alb["config"]["num_items"] == 12
+    # rounds: each repeat says where it ran in its round's seeded order; the first run was outside rounds
+    from bench_assets.augbench.rounds import round_orders
+
+    orders = round_orders(["albumentationsx", "pillow"], 2, 3)
+    assert alb["repeats"][0]["schedule"] is None
+    for doc, lib in ((alb, "albumentationsx"), (pil, "pillow")):
+        scheds = [r["schedule"] for r in doc["repeats"][1:]]
+        assert [s["round"] for s in scheds] == [1, 2] and [s["order"] for s in scheds] == orders
+        assert [s["position"] for s in scheds] == [o.index(lib) + 1 for o in orders]
+        assert all(s["process"] == "fresh" and s["order_seed"] == 3 for s in scheds)
+    assert {"load_1m", "busy", "clock_moved", "materialize_us"} <= latest["HorizontalFlip"].keys()
+    assert rep["machine"]["cpu_count"] and "governor" in rep["machine"]
 
     wh = tiny_run / "warehouse.duckdb"
     rebuild_warehouse(tiny_run, wh, ALL_TABLES)
     assert wc.coverage(wh).passed, wc.coverage(wh).description
     assert wc.consistency(wh).passed, wc.consistency(wh).description
+    import duckdb
+
+    con = duckdb.connect(str(wh), read_only=True)
+    rows = con.execute("SELECT library, repeats, speedup_vs_reference, speedup_ci95_low, speedup_ci95_high "
+                       "FROM augbench_cells WHERE transform = 'HorizontalFlip' ORDER BY library").fetchall()
+    con.close()
+    (alb_row, pil_row) = rows
+    assert alb_row[1] == 3 and alb_row[2] == 1.0 and alb_row[3] <= 1.0 <= alb_row[4]
+    assert pil_row[3] <= pil_row[2] <= pil_row[4]  # the interval holds the ratio of pooled medians
 
 
 def test_planted_gap_and_mixed_conditions_fail_the_checks(tiny_run: Path, tmp_path: Path) -> None:

@@ -45,3 +45,13 @@ def test_a_failed_run_and_a_dead_worker_fail_only_their_own_run(tmp_path: Path) 
     assert not died.success and "the worker process executing it died (exit code -9)" in died.errors[0]
     pids = {e["label"]: e["pid"] for e in pool_location.read_log(log)}
     assert pids["ok-1"] == pids["fails"] != pids["ok-2"]  # a fresh worker took over after the death
+
+
+def test_runs_per_worker_one_gives_every_run_a_fresh_process(tmp_path: Path) -> None:
+    """A measurement that must not inherit a warm process (augbench rounds) retires each worker after its run."""
+    log = tmp_path / "log.jsonl"
+    runs = [_run(f"r{i}", log, seconds=0.05) for i in range(3)]
+    results = run_all(runs, workers=1, home=tmp_path / "home", load=pool_location.load, runs_per_worker=1)
+    assert [r.outcome.success for r in results] == [True] * 3
+    entries = sorted(pool_location.read_log(log), key=lambda e: e["start"])
+    assert [e["label"] for e in entries] == ["r0", "r1", "r2"] and len({e["pid"] for e in entries}) == 3

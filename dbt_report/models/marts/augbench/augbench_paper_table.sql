@@ -60,7 +60,9 @@ joined as (
         c.materialize_copied,
         c.materialize_share,
         c.busy_repeats,
-        c.clock_moved_repeats
+        c.clock_moved_repeats,
+        c.speedup_ci95_low,
+        c.speedup_ci95_high
     from grid as g
     left join cells as c
         on c.config = g.config and c.transform = g.transform and c.library = g.library
@@ -115,6 +117,8 @@ select
     materialize_copied,
     materialize_share,
     busy_repeats,
-    clock_moved_repeats
+    clock_moved_repeats,
+    speedup_ci95_low,
+    speedup_ci95_high
 from compared
 order by config, transform, library

@@ -28,5 +28,7 @@ select
     materialize_copied,
     materialize_share,
     busy_repeats,
-    clock_moved_repeats
+    clock_moved_repeats,
+    speedup_ci95_low,
+    speedup_ci95_high
 from {{ source('warehouse', 'augbench_cells') }}
