@@ -282,10 +282,85 @@ def _paper_cell(r: Row | None) -> Cell:
     return Cell(fmt_rate(r["items_per_s"]), bold=bool(r["is_fastest"]), suffix=UNSTABLE_MARK if r["unstable"] else "")
 
 
+NOT_EQUIVALENT_MARK = " ≠"
+METHOD_NOTE = ("Method: each library's output is finished as a C-contiguous buffer inside the timer (the "
+               "materialization rule; its own cost is measured per cell, below); media are real photos at the paper's "
+               "native sizes unless a config sets `item_size`; micro cells run single-threaded, one warm-up then the "
+               "timed passes; a config run with `--rounds R` measures every library R times in fresh processes, "
+               "libraries in a seeded random order per round, and speedups carry two-level bootstrap 95% intervals "
+               "(repeats, then passes). Details: `docs/augbench.md`.")
+
+
+def _hardware_text(stated: Any) -> str:
+    """The published run's machine in a few words (its platform string, CPU count)."""
+    if isinstance(stated, dict) and stated.get("platform"):
+        return f"{stated['platform'].split(' (')[0]}, {stated.get('cpu_count', '?')} CPUs"
+    return "its own hardware"
+
+
+def agreement_blocks(cfg: _Config) -> list[Block]:
+    """For an RGB micro CPU config: how our speed ratios agree with the published paper table (Spearman per
+    library, same-winner share, >3x outliers), from this config's measured medians."""
+    from bench_assets.augbench import agreement
+
+    f = cfg.facts()
+    if (f["media"], f["mode"], f["device"]) != ("rgb", "micro", "cpu"):
+        return []
+    ours = {(r["library"], r["transform"]): float(r["items_per_s"]) for r in cfg.cells
+            if r["status"] == "ok" and _num(r["items_per_s"])}
+    result = agreement.compare(ours)
+    if not result.pairs:
+        return []
+    meta = agreement.load_meta()
+    rows = [[lib_name(x.library), _count(x.pairs), "—" if x.spearman is None else f"{x.spearman:.2f}",
+             _pct1(x.same_winner)] for x in result.libraries if x.pairs]
+    rows.append([Cell("all", bold=True), _count(len(result.pairs)), "", _pct1(result.same_winner)])
+    outliers = sorted(result.outliers, key=lambda p: -p.factor)
+    verdict = "meets" if result.passes else "misses"
+    blocks: list[Block] = [
+        Heading("Agreement with the published table", 3),
+        Paragraph(f"Speed of each library relative to {lib_name(REFERENCE)} on the same transform, ours against the "
+                  f"published RGB micro CPU table ({meta.get('repository', '?')} at "
+                  f"{str(meta.get('commit', '?'))[:7]}, {_hardware_text(meta.get('hardware_stated'))}). "
+                  f"Goal: Spearman >= {agreement.SPEARMAN_GOAL:g} per library, same winner on >= "
+                  f"{agreement.SAME_WINNER_GOAL:.0%} of pairs, every pair off by more than "
+                  f"{agreement.OUTLIER_FACTOR:g}x explained; this config {verdict} it "
+                  f"({len(outliers)} outliers, {len(result.unexplained)} unexplained)."),
+        table(["Library", "Transforms", "Spearman", "Same winner"], rows, numeric=[1, 2, 3])]
+    if outliers:
+        blocks.append(table(["Transform", "Library", "Ours / AlbumentationsX", "Published", "Off by", "Why"],
+                            [[p.transform, lib_name(p.library), fmt_speedup(p.ratio_ours),
+                              fmt_speedup(p.ratio_published), f"{p.factor:.1f}x",
+                              _short(p.explanation, 200) or "UNEXPLAINED"] for p in outliers],
+                            numeric=[2, 3, 4]))
+    return blocks
+
+
+def flagged(cfg: _Config) -> dict[str, str]:
+    """{transform: why} of this config's transforms that the equivalence audit flags (libraries computing
+    different things: docs/augbench_equivalence.md); empty for a media the audit does not know."""
+    from bench_assets.augbench.equivalence import flagged_transforms
+
+    media = cfg.facts()["media"]
+    if media not in ("rgb", "9ch", "video"):
+        return {}
+    return {t: why for t, why in flagged_transforms(media).items() if t in cfg.transforms}
+
+
 def paper_table(cfg: _Config, transforms: Sequence[str] | None = None) -> Table:
     libs = cfg.libraries
-    rows = [[t, *(_paper_cell(cfg.cell(t, lib)) for lib in libs)] for t in (transforms or cfg.transforms)]
+    marks = flagged(cfg)
+    rows = [[Cell(t, suffix=NOT_EQUIVALENT_MARK if t in marks else ""), *(_paper_cell(cfg.cell(t, lib)) for lib in libs)]
+            for t in (transforms or cfg.transforms)]
     return table(["Transform", *(lib_name(lib) for lib in libs)], rows, numeric=range(1, len(libs) + 1))
+
+
+def not_equivalent_table(cfg: _Config) -> Table | None:
+    marks = flagged(cfg)
+    if not marks:
+        return None
+    return table(["Transform", "What differs (equivalence audit)"],
+                 [[t, _short(why, 300)] for t, why in sorted(marks.items())])
 
 
 def _speedup_with_ci(c: Row) -> str:
@@ -423,7 +498,8 @@ def paper_blocks(data: _PaperData) -> list[Block]:
     blocks: list[Block] = [Heading("Augmentation speed benchmark (augbench)", 1)]
     if not data.cells or not any(c.has_results for c in data.configs):
         return blocks + _no_results_blocks(data)
-    blocks += [Paragraph(FORMAT_NOTE, markup=True), Paragraph(_headline(data)), Heading("Configs"), _overview(data)]
+    blocks += [Paragraph(FORMAT_NOTE, markup=True), Paragraph(METHOD_NOTE, markup=True), Paragraph(_headline(data)),
+               Heading("Configs"), _overview(data)]
     if "coverage" in data.images:
         blocks.append(Image("coverage", "Coverage vs throughput: share of planned cells measured vs median items/s "
                                         "of the measured cells, per library and config"))
@@ -453,6 +529,15 @@ def _config_blocks(data: _PaperData, cfg: _Config) -> list[Block]:
     if f"speedup:{cfg.name}" in data.images:
         blocks.append(Image(f"speedup:{cfg.name}", f"{cfg.name}: log2 speedup vs {lib_name(REFERENCE)} "
                                                    f"(red: faster, blue: slower)"))
+    anchor = agreement_blocks(cfg)
+    blocks += anchor
+    unequal = not_equivalent_table(cfg)
+    if unequal is not None:
+        blocks += [Heading("Not like for like", 3),
+                   Paragraph(f"Transforms marked{NOT_EQUIVALENT_MARK} in the throughput table: the equivalence audit "
+                             "(`docs/augbench_equivalence.md`) found their libraries computing different things on "
+                             "the same input, so their speeds are not a like-for-like comparison.", markup=True),
+                   unequal]
     harness = harness_cost_table(cfg)
     if harness is not None:
         blocks += [Heading("What the harness added", 3), Paragraph(HARNESS_NOTE, markup=True), harness]

@@ -28,12 +28,15 @@ HOSTILE = "1.0<script>alert(1)</script>"  # a library version that must come out
 ERROR = "boom <b>&amp; | pipe"  # an error message with HTML and markdown specials
 # (config, transform, library) -> (status, items/s or None, extra fields)
 CELLS: dict[tuple[str, str, str], tuple[str, float | None, dict[str, Any]]] = {
-    ("rgb-micro", "HorizontalFlip", AX): ("ok", 1000.0, {}),
-    ("rgb-micro", "HorizontalFlip", TV): ("ok", 2400.0, {"unstable": True, "cv": 0.2}),
+    ("rgb-micro", "HorizontalFlip", AX): ("ok", 1000.0, {"materialize_us": 36.0, "materialize_copied": 1.0,
+                                                         "materialize_share": 0.036}),
+    ("rgb-micro", "HorizontalFlip", TV): ("ok", 2400.0, {"unstable": True, "cv": 0.2, "speedup_ci95_low": 2.2,
+                                                         "speedup_ci95_high": 2.6, "materialize_us": 0.5,
+                                                         "materialize_copied": 0.0, "materialize_share": 0.0012}),
     ("rgb-micro", "HorizontalFlip", KO): ("ok", 500.0, {}),
     ("rgb-micro", "HorizontalFlip", PIL): ("ok", 1500.0, {}),
     ("rgb-micro", "Rotate", AX): ("ok", 800.0, {}),
-    ("rgb-micro", "Rotate", TV): ("ok", 400.0, {}),
+    ("rgb-micro", "Rotate", TV): ("ok", 400.0, {"busy_repeats": 1}),
     ("rgb-micro", "Rotate", KO): ("early_stopped", None, {"preflight_throughput": 12.5,
                                                           "reason": "preflight 12.5 items/s is below the floor"}),
     ("rgb-micro", "Rotate", PIL): ("ok", 200.0, {}),
@@ -217,7 +220,7 @@ def test_the_paper_report_tables_tags_and_bold(rendered: Any) -> None:
     assert "| Resize | 50.0 | **100** |" in md
     # speedups vs the reference, with the mart's geometric mean
     assert "| Transform | Kornia / AlbumentationsX | Pillow / AlbumentationsX | torchvision / AlbumentationsX |" in md
-    assert "| HorizontalFlip | 0.50× | 1.50× | 2.40× |" in md
+    assert "| HorizontalFlip | 0.50× | 1.50× | 2.40× \\[2.20-2.60\\] |" in md  # with its bootstrap interval
     assert f"| **geometric mean** | 0.50× (n=2) | {(1.5 * 0.25 * 0.5) ** (1 / 3):.2f}× (n=3) | 1.06× (n=3) |" in md
     # coverage, winners and the not-measured list with reasons
     assert "| Kornia | 5 | 3 | 1 | 0 | 0 | 1 | 0 | 60% | 500 |" in md
@@ -229,6 +232,49 @@ def test_the_paper_report_tables_tags_and_bold(rendered: Any) -> None:
     for name in ("bars-rgb-micro.png", "speedup-rgb-micro.png", "bars-video-micro.png", "coverage_vs_throughput.png"):
         assert f"]({name})" in md
     assert (rendered.configs, rendered.cells, rendered.ok_cells, rendered.not_measured) == (3, 26, 18, 4)
+
+
+def test_the_paper_report_states_method_harness_cost_busy_cells_and_agreement(rendered: Any) -> None:
+    """The method note, the materialization rule's share per library (only cells that carry it), the busy
+    cells named in the config intro, and for the RGB micro CPU config the agreement with the published table
+    (ratios to AlbumentationsX on HorizontalFlip, Rotate and Equalize, compared with the committed CSV)."""
+    from bench_assets.augbench import agreement
+
+    md = rendered.markdown.read_text()
+    assert "Method: each library's output is finished as a C-contiguous buffer inside the timer" in md
+    assert "### What the harness added" in md
+    assert "| AlbumentationsX | 1 | 1 | 3.6% | 3.6% | none |" in md
+    assert "| torchvision | 1 | 0 | 0.1% | 0.1% | none |" in md
+    assert "MEASURED WHILE THE MACHINE WAS BUSY (load above the thread budget): 1 cell(s), torchvision Rotate" in md
+    ours = {(lib, t): rate for (c, t, lib), (status, rate, _) in CELLS.items()
+            if c == "rgb-micro" and status == "ok"}
+    expected = agreement.compare(ours)
+    assert "### Agreement with the published table" in md and expected.pairs
+    tv = next(x for x in expected.libraries if x.library == TV)
+    assert f"| torchvision | {tv.pairs} |" in md
+    assert md.count("### Agreement with the published table") == 1  # the RGB micro CPU config only
+
+
+def test_transforms_the_equivalence_audit_flags_are_marked_not_like_for_like() -> None:
+    """A transform the committed audit flags for the config's media gets ≠ in the throughput table and a row,
+    with the audit's reason, under "Not like for like"; an unflagged one is left alone."""
+    from bench_assets.augbench.equivalence import flagged_transforms
+    from bench_assets.augbench.paper_report import _Config, not_equivalent_table, paper_table
+
+    flagged = sorted(flagged_transforms("rgb"))
+    assert "Brightness" in flagged and "HorizontalFlip" not in flagged
+
+    def row(t: str, lib: str, rate: float) -> dict[str, Any]:
+        return {"transform": t, "library": lib, "status": "ok", "items_per_s": rate, "is_fastest": False,
+                "unstable": False, "media": "rgb", "mode": "micro", "device": "cpu"}
+
+    cfg = _Config("c", [row("Brightness", AX, 3000.0), row("Brightness", KO, 900.0),
+                        row("HorizontalFlip", AX, 9000.0)], [], [], [])
+    names = {r[0].text: r[0].suffix for r in paper_table(cfg).rows}
+    assert names == {"Brightness": " ≠", "HorizontalFlip": ""}
+    table = not_equivalent_table(cfg)
+    assert table is not None and [r[0].text for r in table.rows] == ["Brightness"]
+    assert "kornia" in table.rows[0][1].text.lower()
 
 
 def test_the_paper_report_plots_html_and_summary(rendered: Any, built: Path, tmp_path: Path) -> None:
