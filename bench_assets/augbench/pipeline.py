@@ -155,6 +155,8 @@ def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[
     facts = machine_facts()  # clock, governor and load as the repeat starts
     threads = apply_thread_policy(cfg.threads)
     adapter = get_adapter(library)
+    if hasattr(adapter, "tensor_layout"):  # torchvision, Kornia: contiguous tensors or the decoder's strides
+        adapter.tensor_layout = cfg.tensor_layout
     unavailable = adapter.availability(cfg.device)
     media = load_media(home, cfg)
     versions = adapter.versions() if not unavailable else {}

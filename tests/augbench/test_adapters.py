@@ -396,3 +396,30 @@ def test_native_layouts() -> None:
 def test_committed_doc_is_current() -> None:
     assert ts.DOC_PATH.read_text() == ts.render_markdown(), (
         "docs/augbench_transforms.md is stale: run `python -m bench_assets.augbench.transform_specs`")
+
+
+def test_decoder_tensor_layout_reproduces_the_published_runners_inputs() -> None:
+    """tensor_layout 'decoder' gives torchvision and Kornia CHW views with the channels-last strides that
+    torchvision.io.read_image returns (what the published runner passes); the same transform then yields the
+    same values, and the materialization rule copies an output left strided (torchvision's flip). The config refuses the
+    layout outside RGB micro."""
+    from bench_assets.augbench.adapters.base import materialize_output, needs_copy
+    from bench_assets.augbench.config import RunConfig
+
+    item = _photos()[1][:120, :160].copy()
+    for lib in ("torchvision", "kornia"):
+        plain, decoder = get_adapter(lib), get_adapter(lib)
+        decoder.tensor_layout = "decoder"
+        a, = plain.to_native([item], "rgb", "cpu")
+        b, = decoder.to_native([item], "rgb", "cpu")
+        assert a.is_contiguous() and not b.is_contiguous() and b.stride()[-1] == 3
+        fn = plain.build("HorizontalFlip", "rgb", "cpu")
+        out_a, out_b = fn(a), fn(b)
+        assert np.array_equal(np.asarray(materialize_output(out_a)), np.asarray(materialize_output(out_b)))
+        assert not needs_copy(out_a)
+        if lib == "torchvision":  # torchvision's flip keeps the input's strides: the rule's copy is charged
+            assert needs_copy(out_b)
+    base = {"name": "x", "mode": "micro", "libraries": ["kornia"], "num_items": 2, "tensor_layout": "decoder"}
+    assert RunConfig.model_validate({**base, "media": "rgb"}).tensor_layout == "decoder"
+    with pytest.raises(ValueError, match="reproduces the published RGB micro runner only"):
+        RunConfig.model_validate({**base, "media": "9ch"})

@@ -233,6 +233,7 @@ class TorchAdapter(BaseAdapter):
 
     devices = ("cpu", "cuda")
     package = "torch"  # the import name whose presence makes the adapter usable
+    tensor_layout = "contiguous"  # or "decoder": channels-last strided CHW views (RunConfig.tensor_layout)
 
     def _import_error(self) -> str | None:
         import importlib.util

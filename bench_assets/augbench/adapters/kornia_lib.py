@@ -88,13 +88,14 @@ def make_transform(transform: str, call: ts.Call, device: str = "cpu") -> Any:
     raise ts.SpecError(f"{where}: wrap {call.wrap!r} is not implemented for Kornia")
 
 
-def to_float(x: np.ndarray, video: bool) -> Any:
-    """numpy uint8 HWC/THWC -> contiguous float32 in [0, 1], (1, C, H, W) or (T, C, H, W)."""
+def to_float(x: np.ndarray, video: bool, contiguous: bool = True) -> Any:
+    """numpy uint8 HWC/THWC -> float32 in [0, 1], (1, C, H, W) or (T, C, H, W): contiguous, or
+    (`contiguous=False`) keeping the channels-last strides of `read_image(path) / 255` (the published runner)."""
     import torch
 
     t = torch.from_numpy(x)
     t = t.permute(0, 3, 1, 2) if video else t.permute(2, 0, 1)[None]
-    return t.contiguous().to(torch.float32).div_(255.0)
+    return (t.contiguous() if contiguous else t).to(torch.float32).div_(255.0)
 
 
 class KorniaRecipe:
@@ -116,7 +117,7 @@ class KorniaAdapter(TorchAdapter):
     package = "kornia"
 
     def _tensor(self, item: np.ndarray, video: bool) -> Any:
-        return to_float(item, video)
+        return to_float(item, video, contiguous=self.tensor_layout == "contiguous")
 
     def _make(self, transform: str, call: ts.Call, device: str) -> Any:
         return make_transform(transform, call, device)

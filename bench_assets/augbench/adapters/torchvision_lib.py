@@ -64,13 +64,15 @@ def make_transform(transform: str, call: ts.Call) -> Any:
     return t
 
 
-def to_chw(x: np.ndarray, video: bool) -> Any:
-    """numpy uint8 HWC/THWC -> contiguous torch uint8 CHW/TCHW (a Video for clips)."""
+def to_chw(x: np.ndarray, video: bool, contiguous: bool = True) -> Any:
+    """numpy uint8 HWC/THWC -> torch uint8 CHW/TCHW (a Video for clips): contiguous, or (`contiguous=False`)
+    the permuted view with channels-last strides, exactly what `torchvision.io.read_image` returns."""
     import torch
     from torchvision import tv_tensors
 
     t = torch.from_numpy(x)
-    t = (t.permute(0, 3, 1, 2) if video else t.permute(2, 0, 1)).contiguous()
+    t = t.permute(0, 3, 1, 2) if video else t.permute(2, 0, 1)
+    t = t.contiguous() if contiguous else t
     return tv_tensors.Video(t) if video else t
 
 
@@ -93,7 +95,7 @@ class TorchvisionAdapter(TorchAdapter):
     package = "torchvision"
 
     def _tensor(self, item: np.ndarray, video: bool) -> Any:
-        return to_chw(item, video)
+        return to_chw(item, video, contiguous=self.tensor_layout == "contiguous")
 
     def _make(self, transform: str, call: ts.Call, device: str) -> Any:
         return make_transform(transform, call)
