@@ -2,17 +2,24 @@
 
 Runs `bench augbench run --config configs/paper/rgb-micro.yaml --num-items N --num-runs R --no-report` in a
 BENCH_HOME of its own (`--home`, default a temp dir removed afterwards unless `--keep`), reads the latest repeat of
-each `<library>.results.json`, keeps the median items/s of every `ok` cell and compares them with the published
-AlbumentationsX benchmark medians (`bench_assets/augbench/data/published_rgb_micro_cpu.csv`: Apple Silicon macOS,
-AlbumentationsX 2.2.5, torchvision 0.26.0, Kornia 0.8.2, Pillow 12.2.0, 2,000 ImageNet images; provenance in the
-`.meta.json` beside it) through `bench_assets.augbench.agreement`:
+each `<library>.results.json`, keeps the median items/s of every `ok` cell and compares them with a published
+table of the AlbumentationsX benchmark through `bench_assets.augbench.agreement`, chosen by `--published`:
+
+- `x86` (default): the paper's run, `bench_assets/augbench/data/published_rgb_micro_cpu_x86.csv` (Linux x86_64,
+  Google Cloud c4-standard-16, AlbumentationsX 2.2.6, torchvision 0.26.0, Kornia 0.8.2, Pillow 12.2.0, 2,000
+  ImageNet images x 3 runs);
+- `macos`: the website's run, `bench_assets/augbench/data/published_rgb_micro_cpu.csv` (Apple Silicon macOS,
+  AlbumentationsX 2.2.5, same torchvision / Kornia / Pillow, 2,000 ImageNet images x 5 runs);
+
+provenance of each in the `.meta.json` beside it. Compared:
 
 - per library L != albumentationsx, the ratio r = L / albumentationsx on each transform both sides measured, ours
   and published (absolute speeds depend on the machine, ratios far less);
 - Spearman rank correlation of our ratios against the published ones, per library (target >= 0.85 each);
 - same-winner share: (transform, L) pairs where the faster of L and albumentationsx agrees (target >= 90%);
 - outliers: pairs whose ratios differ by more than 3x, each needing an explanation in
-  `bench_assets/augbench/data/published_outliers.csv` (`transform,library,explanation`).
+  `bench_assets/augbench/data/published_outliers.csv` (`transform,library,table,explanation`; the rows of the
+  chosen table and those with an empty table).
 
 `--results DIR` compares result files already on disk instead of running (DIR is a BENCH_HOME, its `augbench/`
 folder or a config folder; files of other configs are ignored).
@@ -20,10 +27,12 @@ folder or a config folder; files of other configs are ignored).
     .venv/bin/python benchmarks/augbench_vs_published.py
     .venv/bin/python benchmarks/augbench_vs_published.py --num-items 20 --num-runs 1        # smoke (not judged)
     .venv/bin/python benchmarks/augbench_vs_published.py --results ~/bench                    # existing results
+    .venv/bin/python benchmarks/augbench_vs_published.py --results ~/bench --published macos  # the macOS table
 
 Prints markdown tables and one JSON line, writes the JSON (indented, with the date, machine facts and the command)
-to `--output` (default `benchmarks/results/augbench_vs_published.json`); exits 1 when a target is missed (judged
-only at the default size or larger: >= 200 items, >= 3 runs). Not a test: never run by pytest.
+to `--output` (default `benchmarks/results/augbench_vs_published.json` for x86,
+`benchmarks/results/augbench_vs_published_macos.json` for macos); exits 1 when a target is missed (judged only at the
+default size or larger: >= 200 items, >= 3 runs). Not a test: never run by pytest.
 """
 
 from __future__ import annotations
@@ -49,7 +58,9 @@ if str(REPO) not in sys.path:
 from bench_assets.augbench import agreement  # noqa: E402
 
 DEFAULT_CONFIG = REPO / "configs" / "paper" / "rgb-micro.yaml"
-DEFAULT_OUTPUT = REPO / "benchmarks" / "results" / "augbench_vs_published.json"
+OUTPUTS = {"x86": REPO / "benchmarks" / "results" / "augbench_vs_published.json",
+           "macos": REPO / "benchmarks" / "results" / "augbench_vs_published_macos.json"}  # default --output
+DEFAULT_OUTPUT = OUTPUTS[agreement.DEFAULT_PUBLISHED]
 DEFAULTS = {"num_items": 200, "num_runs": 3}  # judged at this size or larger
 
 
@@ -135,9 +146,16 @@ def main() -> int:
     ap.add_argument("--home", type=Path, help="BENCH_HOME for the run (default: a temp dir, removed afterwards)")
     ap.add_argument("--keep", action="store_true", help="keep the temp BENCH_HOME")
     ap.add_argument("--results", type=Path, help="compare the result files under this folder; do not run")
-    ap.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    ap.add_argument("--published", choices=list(agreement.PUBLISHED), default=agreement.DEFAULT_PUBLISHED,
+                    help="published table to compare with (default %(default)s)")
+    ap.add_argument("--output", type=Path,
+                    help="JSON to write (default: " + ", ".join(f"{_shown(p)} for {k}" for k, p in OUTPUTS.items())
+                    + ")")
     ap.add_argument("--details", action="store_true", help="print every compared (transform, library) pair")
     args = ap.parse_args()
+    if args.output is None:
+        args.output = OUTPUTS.get(args.published, REPO / "benchmarks" / "results"
+                                  / f"augbench_vs_published_{args.published}.json")
 
     from bench_assets.augbench.config import load_config
 
@@ -165,9 +183,10 @@ def main() -> int:
         if temp is not None and not args.keep:
             shutil.rmtree(temp, ignore_errors=True)
 
-    meta = agreement.load_meta()
-    source = {k: meta[k] for k in ("repository", "commit", "commit_date", "source_paths")}
-    result = agreement.compare(ours, source=source)
+    meta = agreement.load_meta(table=args.published)
+    source = {"table": args.published, "csv": _shown(agreement.PUBLISHED[args.published][0]),
+              **{k: meta.get(k) for k in ("repository", "commit", "commit_date", "source_paths")}}
+    result = agreement.compare(ours, source=source, table=args.published)
     sizes = [(v["num_items"] or 0, v["num_runs"] or 0) for v in info["libraries"].values()]
     judged = bool(sizes) and all(n >= DEFAULTS["num_items"] and r >= DEFAULTS["num_runs"] for n, r in sizes)
 
@@ -177,8 +196,12 @@ def main() -> int:
           f"({', '.join(f'{n} items x {r} runs' for n, r in sorted(set(sizes)))}); hardware {'; '.join(hw)}; "
           f"python {facts['python']}, {facts['cpus']} cpus, load average {facts['load_average_1m']}"
           + (f"; run took {wall:.0f} s" if wall is not None else f"; results read from {root}"))
-    print(f"published: {meta['repository']} @ {meta['commit'][:7]} ({meta['commit_date'][:10]}), "
-          f"{meta['hardware_stated']['platform']}\n")
+    run = meta.get("published_run") or {}
+    hw_pub = meta.get("hardware_stated") or {}
+    print(f"published table {args.published}: {meta['repository']} @ {meta['commit'][:7]}"
+          f" (commit {str(meta.get('commit_date') or 'date not recorded')[:25].split('T')[0]}; run published "
+          f"{str(run.get('published_at_utc') or '?')[:10]}), {hw_pub.get('machine', '?')}, "
+          f"{hw_pub.get('platform', '?')}\n")
     for lib, counts in info["statuses"].items():
         print(f"- {lib}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     print()
@@ -187,7 +210,7 @@ def main() -> int:
     print(f"\n{verdict}")
 
     doc = {
-        "benchmark": "augbench_vs_published", "date": started, "config": config_name,
+        "benchmark": "augbench_vs_published", "date": started, "config": config_name, "published": args.published,
         "num_items": sizes[0][0] if len(set(sizes)) == 1 else None,
         "num_runs": sizes[0][1] if len(set(sizes)) == 1 else None,
         "command": shlex.join([_shown(Path(sys.executable)), *sys.argv]),
@@ -206,7 +229,8 @@ def main() -> int:
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(doc, indent=2) + "\n")
-    line = {k: doc[k] for k in ("benchmark", "date", "config", "num_items", "num_runs", "ok_cells", "judged", "pass")}
+    line = {k: doc[k] for k in ("benchmark", "date", "config", "published", "num_items", "num_runs", "ok_cells",
+                                "judged", "pass")}
     line.update({"spearman": {lib.library: lib.spearman for lib in result.libraries},
                  "same_winner": result.same_winner,
                  "same_winner_by_library": {lib.library: lib.same_winner for lib in result.libraries},

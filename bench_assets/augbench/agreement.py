@@ -1,4 +1,10 @@
-"""Agreement of our RGB micro medians with the published ones (`data/published_rgb_micro_cpu.csv`).
+"""Agreement of our RGB micro medians with a published table of the AlbumentationsX benchmark.
+
+Two published RGB micro CPU tables are committed as data, each with its provenance in a `.meta.json` beside it, and
+chosen by name (`PUBLISHED`, default `DEFAULT_PUBLISHED`):
+
+- `x86`: the paper's run on Linux x86_64 (Google Cloud c4-standard-16), `data/published_rgb_micro_cpu_x86.csv`;
+- `macos`: the website's run on macOS arm64, `data/published_rgb_micro_cpu.csv`.
 
 Absolute items/s depend on the machine, so what is compared is each library's speed relative to AlbumentationsX
 on the same machine: for every library L other than albumentationsx and every transform that both sides measured
@@ -10,8 +16,9 @@ once from the published ones (r_pub). Then:
 - same-winner share: the fraction of (transform, L) pairs where the faster of L and albumentationsx is the same in
   ours and in the published table (sign of log r equal; an exact tie only matches a tie), overall and per L;
 - outliers: every (transform, L) where |log(r_ours / r_pub)| > log(OUTLIER_FACTOR), i.e. the ratios differ by more
-  than 3x either way, joined with an explanation from `data/published_outliers.csv` (`transform,library,explanation`,
-  library = L).
+  than 3x either way, joined with an explanation from `data/published_outliers.csv`
+  (`transform,library,table,explanation`, library = L; table = the published table the explanation is about, x86 or
+  macos, empty for one that holds for every table).
 
 `passes` when every judged library (one with at least one pair) has a Spearman of at least SPEARMAN_GOAL, the overall
 same-winner share is at least SAME_WINNER_GOAL, and every outlier has an explanation. A library with no pair at all
@@ -34,8 +41,12 @@ import numpy as np
 from scipy.stats import rankdata
 
 DATA = Path(__file__).resolve().parent / "data"
-PUBLISHED_CSV = DATA / "published_rgb_micro_cpu.csv"
-PUBLISHED_META = DATA / "published_rgb_micro_cpu.meta.json"
+PUBLISHED: dict[str, tuple[Path, Path]] = {  # name: (medians CSV, provenance JSON)
+    "x86": (DATA / "published_rgb_micro_cpu_x86.csv", DATA / "published_rgb_micro_cpu_x86.meta.json"),
+    "macos": (DATA / "published_rgb_micro_cpu.csv", DATA / "published_rgb_micro_cpu.meta.json"),
+}
+DEFAULT_PUBLISHED = "x86"  # the paper's run, on x86 Linux like our machines
+PUBLISHED_CSV, PUBLISHED_META = PUBLISHED[DEFAULT_PUBLISHED]  # the default table's files
 OUTLIERS_CSV = DATA / "published_outliers.csv"
 
 REFERENCE = "albumentationsx"
@@ -62,9 +73,17 @@ def _check_rate(value: Any, where: str) -> float:
     return x
 
 
-def load_published(path: Path | None = None) -> dict[Key, float]:
-    """{(library, transform): published median items/s}; refuses unknown libraries, duplicates, bad values."""
-    path = path or PUBLISHED_CSV
+def _paths(table: str) -> tuple[Path, Path]:
+    try:
+        return PUBLISHED[table]
+    except KeyError:
+        raise ValueError(f"unknown published table {table!r} (one of {', '.join(PUBLISHED)})") from None
+
+
+def load_published(path: Path | None = None, table: str = DEFAULT_PUBLISHED) -> dict[Key, float]:
+    """{(library, transform): published median items/s} of the table named `table` (or of the CSV at `path`);
+    refuses unknown libraries, duplicates, bad values."""
+    path = path or _paths(table)[0]
     out: dict[Key, float] = {}
     with path.open(newline="") as f:
         for i, r in enumerate(csv.DictReader(f), start=2):
@@ -80,23 +99,37 @@ def load_published(path: Path | None = None) -> dict[Key, float]:
     return out
 
 
-def load_meta(path: Path | None = None) -> dict[str, Any]:
-    """The provenance of the published CSV (repository, commit, paths, hardware, name mapping)."""
-    return json.loads((path or PUBLISHED_META).read_text())
+def load_meta(path: Path | None = None, table: str = DEFAULT_PUBLISHED) -> dict[str, Any]:
+    """The provenance of a published table (repository, commit, paths, hardware, name mapping)."""
+    return json.loads((path or _paths(table)[1]).read_text())
 
 
-def load_explanations(path: Path | None = None) -> dict[tuple[str, str], str]:
-    """{(transform, library): explanation} from the outliers file (empty explanations are ignored)."""
+def load_explanations(path: Path | None = None, table: str = DEFAULT_PUBLISHED) -> dict[tuple[str, str], str]:
+    """{(transform, library): explanation} from the outliers file for the published table `table`: its rows whose
+    `table` is that name, and rows with an empty `table` (or a file without that column), which apply to every
+    table; a row for the named table wins over an empty one. Empty explanations are ignored; an unknown table name
+    or a (transform, library) listed twice for the same table is refused."""
+    _paths(table)
     path = path or OUTLIERS_CSV
-    out: dict[tuple[str, str], str] = {}
+    general: dict[tuple[str, str], str] = {}
+    specific: dict[tuple[str, str], str] = {}
     if not path.exists():
-        return out
+        return {}
     with path.open(newline="") as f:
-        for r in csv.DictReader(f):
+        for i, r in enumerate(csv.DictReader(f), start=2):
+            where = f"{path.name} line {i}"
+            name = (r.get("table") or "").strip()
+            if name and name not in PUBLISHED:
+                raise ValueError(f"{where}: unknown table {name!r} (one of {', '.join(PUBLISHED)}, or empty)")
             text = (r.get("explanation") or "").strip()
-            if text:
-                out[((r.get("transform") or "").strip(), (r.get("library") or "").strip())] = text
-    return out
+            if not text or name not in ("", table):
+                continue
+            key = ((r.get("transform") or "").strip(), (r.get("library") or "").strip())
+            into = specific if name else general
+            if key in into:
+                raise ValueError(f"{where}: {key[0]} / {key[1]} explained twice for table {name or '(any)'}")
+            into[key] = text
+    return {**general, **specific}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,6 +236,7 @@ class Agreement:
     not_measured: tuple[Key, ...] = ()  # published (library, transform) cells without a median of ours
     not_published: tuple[Key, ...] = ()  # ours without a published counterpart (ignored)
     source: dict[str, Any] = field(default_factory=dict)
+    table: str | None = None  # the published table (PUBLISHED) read by compare, None when given both inputs
 
     @property
     def outliers(self) -> tuple[Pair, ...]:
@@ -242,7 +276,7 @@ class Agreement:
             "unexplained": [[p.transform, p.library] for p in self.unexplained],
             "not_measured": [list(k) for k in self.not_measured],
             "not_published": [list(k) for k in self.not_published],
-            "source": self.source,
+            "table": self.table, "source": self.source,
         }
 
     def markdown(self, details: bool = False) -> str:
@@ -300,11 +334,14 @@ def _ratio(x: float) -> str:
 
 def compare(ours: Mapping[Key, float], published: Mapping[Key, float] | None = None,
             explanations: Mapping[tuple[str, str], str] | None = None,
-            source: dict[str, Any] | None = None) -> Agreement:
-    """Compare our medians {(library, transform): items/s} with the published ones (default: the committed CSV)
-    and the outlier explanations {(transform, library): text} (default: the committed outliers CSV)."""
-    published = load_published() if published is None else published
-    explanations = load_explanations() if explanations is None else explanations
+            source: dict[str, Any] | None = None, table: str = DEFAULT_PUBLISHED) -> Agreement:
+    """Compare our medians {(library, transform): items/s} with the published ones (default: the committed CSV of
+    the published table `table`) and the outlier explanations {(transform, library): text} (default: the committed
+    outliers CSV's rows for that table). `published` / `explanations` given override what `table` names."""
+    _paths(table)
+    read_table = published is None or explanations is None
+    published = load_published(table=table) if published is None else published
+    explanations = load_explanations(table=table) if explanations is None else explanations
     for (lib, transform), v in ours.items():
         _check_rate(v, f"ours {transform} / {lib}")
     pairs: list[Pair] = []
@@ -329,7 +366,7 @@ def compare(ours: Mapping[Key, float], published: Mapping[Key, float] | None = N
         pairs=tuple(pairs), libraries=tuple(per_lib), same_winner=_mean(p.same_winner for p in pairs),
         not_measured=tuple(k for k in published if k not in ours),
         not_published=tuple(sorted(k for k in ours if k not in published)),
-        source=dict(source or {}),
+        source=dict(source or {}), table=table if read_table else None,
     )
 
 

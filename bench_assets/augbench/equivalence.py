@@ -164,25 +164,27 @@ def to_common(out: Any, media: str, *, normalized: bool = False) -> Common:
 # ------------------------------------------------------------------------------------------- similarity
 
 
-def mean_abs_diff(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
-    """Mean |a - b| over all elements of all items (0..255 levels). Shapes must match item by item."""
+def _pooled_sum(a: Sequence[np.ndarray], b: Sequence[np.ndarray], per_element: Callable[[np.ndarray], np.ndarray]
+                ) -> tuple[float, int]:
+    """(sum of per_element(x - y) over all elements of all items, element count); shapes must match item by item."""
     total, n = 0.0, 0
     for x, y in zip(a, b, strict=True):
         if x.shape != y.shape:
             raise ValueError(f"shape mismatch {x.shape} vs {y.shape}")
-        total += float(np.abs(x - y).sum())
+        total += float(per_element(x - y).sum())
         n += x.size
+    return total, n
+
+
+def mean_abs_diff(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
+    """Mean |a - b| over all elements of all items (0..255 levels). Shapes must match item by item."""
+    total, n = _pooled_sum(a, b, np.abs)
     return total / n if n else math.nan
 
 
 def psnr(a: Sequence[np.ndarray], b: Sequence[np.ndarray], peak: float = PSNR_PEAK) -> float:
     """PSNR in dB over all items (pooled MSE); `inf` when identical."""
-    total, n = 0.0, 0
-    for x, y in zip(a, b, strict=True):
-        if x.shape != y.shape:
-            raise ValueError(f"shape mismatch {x.shape} vs {y.shape}")
-        total += float(np.square(x - y).sum())
-        n += x.size
+    total, n = _pooled_sum(a, b, np.square)
     if not n:
         return math.nan
     mse = total / n

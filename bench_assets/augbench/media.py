@@ -155,7 +155,8 @@ def native_image_size(seed: int, media: str, i: int) -> tuple[int, int]:
     return NATIVE_IMAGE_SIZES[-1][:2]
 
 
-def _aspect_box(seed: int, key: tuple[object, ...], h: int, w: int, out_h: int, out_w: int) -> tuple[int, int, int, int]:
+def _aspect_box(seed: int, key: tuple[object, ...], h: int, w: int, out_h: int,
+                out_w: int) -> tuple[int, int, int, int]:
     """A crop (x, y, crop_w, crop_h) with the aspect ratio of out_w x out_h: 60-100% of the largest such box
     inside the h x w photo, placed by (seed, key)."""
     scale_max = min(w / out_w, h / out_h)

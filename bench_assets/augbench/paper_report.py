@@ -350,8 +350,8 @@ def flagged(cfg: _Config) -> dict[str, str]:
 def paper_table(cfg: _Config, transforms: Sequence[str] | None = None) -> Table:
     libs = cfg.libraries
     marks = flagged(cfg)
-    rows = [[Cell(t, suffix=NOT_EQUIVALENT_MARK if t in marks else ""), *(_paper_cell(cfg.cell(t, lib)) for lib in libs)]
-            for t in (transforms or cfg.transforms)]
+    rows = [[Cell(t, suffix=NOT_EQUIVALENT_MARK if t in marks else ""),
+             *(_paper_cell(cfg.cell(t, lib)) for lib in libs)] for t in (transforms or cfg.transforms)]
     return table(["Transform", *(lib_name(lib) for lib in libs)], rows, numeric=range(1, len(libs) + 1))
 
 

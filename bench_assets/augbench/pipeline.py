@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from bench_assets.augbench.config import ConfigError, RunConfig
+from bench_assets.augbench.machine import machine_facts
 from bench_assets.augbench.naming import config_dir, media_dir, plan_file, resolved_config_file, results_file
 from bench_assets.augbench.plan import Cell, Plan, make_plan
-from bench_assets.augbench.machine import machine_facts
 from bench_assets.augbench.results import append_repeat
 from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
 from bench_assets.platform.provenance import hardware_label, source_tree

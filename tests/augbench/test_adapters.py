@@ -264,10 +264,15 @@ def test_dataloader_unlisted_and_dali() -> None:
 # ------------------------------------------------------------------------------------- light import
 
 
-def test_package_import_is_light() -> None:
-    code = ("import sys, bench_assets.augbench.adapters as a, bench_assets.augbench.transform_specs;"
-            "a.get_adapter('dali').availability('cuda');"
-            "print(sorted(m for m in ('torch', 'kornia', 'albumentations', 'torchvision', 'cv2') if m in sys.modules))")
+@pytest.mark.parametrize("load,heavy", [
+    ("import bench_assets.augbench.adapters as a, bench_assets.augbench.transform_specs;"
+     "a.get_adapter('dali').availability('cuda')", ("torch", "kornia", "albumentations", "torchvision", "cv2")),
+    # the paper report reads the equivalence audit's flags: no image library for that
+    ("import bench_assets.augbench.equivalence as e; e.flagged_transforms('rgb')",
+     ("torch", "kornia", "albumentations", "torchvision", "cv2", "PIL")),
+])
+def test_package_import_is_light(load: str, heavy: tuple[str, ...]) -> None:
+    code = f"import sys; {load}; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -1,5 +1,6 @@
 """Agreement with the published RGB micro numbers: Spearman against scipy, same-winner and outlier logic on
-hand-made tables (a planted outlier fails until it is explained), and the shape of the committed published CSV."""
+hand-made tables (a planted outlier fails until it is explained), the shape of both committed published tables (x86
+paper run, macOS website run), choosing a table by name and the outlier explanations filtered by table."""
 
 from __future__ import annotations
 
@@ -103,8 +104,8 @@ def test_planted_outlier_fails_until_explained(tmp_path) -> None:
     assert not ag.compare(ours, PUB, {("A", "torchvision"): "x", ("B", "kornia"): "y"}).passes
 
     path = tmp_path / "outliers.csv"
-    path.write_text("transform,library,explanation\nA,kornia,\"kornia crops on a padded copy, measured\"\n"
-                    "B,pillow,   \n")
+    path.write_text("transform,library,table,explanation\nA,kornia,,\"kornia crops on a padded copy, measured\"\n"
+                    "B,pillow,,   \n")
     explanations = ag.load_explanations(path)
     assert explanations == {("A", "kornia"): "kornia crops on a padded copy, measured"}  # blank ones dropped
     res = ag.compare(ours, PUB, explanations)
@@ -159,11 +160,79 @@ def test_load_published_refuses_bad_rows(tmp_path) -> None:
             ag.load_published(path)
 
 
-def test_published_csv_shape() -> None:
-    rows = list(csv.DictReader(ag.PUBLISHED_CSV.open(newline="")))
-    assert rows and set(rows[0]) >= {"transform", "library", "items_per_s", "published_name"}
+EXPECTED = {  # table: (source folder, renamed published names, pairs per library against albumentationsx)
+    "x86": ("results/published/paper-rgb-micro-c4-standard-16-2026-05-04/", {},
+            {"torchvision": 26, "kornia": 51, "pillow": 24}),
+    "macos": ("results/published/website-rgb-micro-macos-2026-04-29/",
+              {"RandomCrop128": "RandomCrop224", "CenterCrop128": "CenterCrop224"},
+              {"torchvision": 27, "kornia": 52, "pillow": 22}),
+}
+
+
+def test_the_published_tables_are_x86_by_default_and_macos_by_name() -> None:
+    assert set(ag.PUBLISHED) == set(EXPECTED) and ag.DEFAULT_PUBLISHED == "x86"
+    assert (ag.PUBLISHED_CSV, ag.PUBLISHED_META) == ag.PUBLISHED["x86"]
+    assert ag.PUBLISHED["x86"][0].name == "published_rgb_micro_cpu_x86.csv"
+    assert ag.PUBLISHED["macos"][0].name == "published_rgb_micro_cpu.csv"
+    x86, macos = ag.load_published(table="x86"), ag.load_published(table="macos")
+    assert ag.load_published() == x86 == ag.load_published(ag.PUBLISHED["x86"][0]) and x86 != macos
+    assert ag.load_published(ag.PUBLISHED["macos"][0], table="x86") == macos  # an explicit path wins
+    assert ag.load_meta() == ag.load_meta(table="x86") != ag.load_meta(table="macos")
+    for call in (lambda: ag.load_published(table="arm"), lambda: ag.load_meta(table="arm"),
+                 lambda: ag.load_explanations(table="arm"), lambda: ag.compare({}, table="arm")):
+        with pytest.raises(ValueError, match="unknown published table 'arm'"):
+            call()
+
+    # compare reads the named table (and its explanations) unless given them
+    assert ag.compare(x86).table == "x86" and ag.compare(x86, table="macos").table == "macos"
+    assert ag.compare(macos, macos, {}).table is None
+    assert {lib.library: lib.pairs for lib in ag.compare(macos, table="macos").libraries} == EXPECTED["macos"][2]
+    assert {lib.library: lib.pairs for lib in ag.compare(macos, x86, table="macos").libraries} == {
+        "torchvision": 26, "kornia": 51, "pillow": 22}  # published= overrides the table's medians
+    ours = {**macos, ("torchvision", "HorizontalFlip"): macos[("torchvision", "HorizontalFlip")] * 10}
+    on_macos = ag.compare(ours, table="macos")  # a committed macOS explanation covers it
+    assert [(p.transform, p.library) for p in on_macos.outliers] == [("HorizontalFlip", "torchvision")]
+    assert on_macos.outliers[0].explanation and not on_macos.unexplained
+    assert ag.compare(ours, macos, table="x86").unexplained  # that explanation is not the x86 table's
+    assert ag.compare(ours, source={"k": 1}, table="macos").to_dict()["table"] == "macos"
+
+
+def test_explanations_are_filtered_by_table(tmp_path) -> None:
+    path = tmp_path / "outliers.csv"
+    path.write_text("transform,library,table,explanation\n"
+                    "A,kornia,x86,x86 only\n"
+                    "A,kornia,macos,macos only\n"
+                    "B,torchvision,,\"any table, no table named\"\n"
+                    "C,pillow,,generic\n"
+                    "C,pillow,macos,macos wins over generic\n"
+                    "D,kornia,x86,  \n")
+    assert ag.load_explanations(path) == ag.load_explanations(path, table="x86") == {
+        ("A", "kornia"): "x86 only", ("B", "torchvision"): "any table, no table named", ("C", "pillow"): "generic"}
+    assert ag.load_explanations(path, table="macos") == {
+        ("A", "kornia"): "macos only", ("B", "torchvision"): "any table, no table named",
+        ("C", "pillow"): "macos wins over generic"}
+    legacy = tmp_path / "legacy.csv"  # no table column: every row holds for every table
+    legacy.write_text("transform,library,explanation\nA,kornia,old\n")
+    assert ag.load_explanations(legacy, table="x86") == ag.load_explanations(legacy, table="macos") == {
+        ("A", "kornia"): "old"}
+    assert ag.load_explanations(tmp_path / "missing.csv") == {}
+    for body, msg in [("A,kornia,arm,x\n", "unknown table 'arm'"),
+                      ("A,kornia,x86,x\nA,kornia,x86,y\n", "explained twice for table x86"),
+                      ("A,kornia,,x\nA,kornia,,y\n", r"explained twice for table \(any\)")]:
+        bad = tmp_path / "bad.csv"
+        bad.write_text("transform,library,table,explanation\n" + body)
+        with pytest.raises(ValueError, match=msg):
+            ag.load_explanations(bad, table="x86")
+
+
+@pytest.mark.parametrize("table", list(EXPECTED))
+def test_published_csv_shape(table: str) -> None:
+    folder, renames, pairs = EXPECTED[table]
+    csv_path, _ = ag.PUBLISHED[table]
+    rows = list(csv.DictReader(csv_path.open(newline="")))
+    assert rows and list(rows[0]) == ["transform", "library", "items_per_s", "published_name", "note"]
     ours = {r.transform: set(r.libraries) for r in paper_set("rgb")}
-    published = ag.load_published()
+    published = ag.load_published(table=table)
     assert len(published) == len(rows)  # no duplicates, every value parsed
     for r in rows:
         assert r["transform"] in ours, r
@@ -171,24 +240,54 @@ def test_published_csv_shape() -> None:
         assert r["library"] in ours[r["transform"]], r  # a library our paper set runs for that transform
         v = float(r["items_per_s"])
         assert math.isfinite(v) and v > 0, r
+        assert r["items_per_s"] == f"{v:.3f}", r
         assert r["published_name"], r
     transforms = {t for _, t in published}
     for t in transforms:
         if any(lib != ALB and (lib, t) in published for lib in ag.LIBRARIES):
             assert (ALB, t) in published, t
     renamed = {r["published_name"]: r["transform"] for r in rows if r["published_name"] != r["transform"]}
-    assert renamed == {"RandomCrop128": "RandomCrop224", "CenterCrop128": "CenterCrop224"}
-    meta = ag.load_meta()
+    assert renamed == renames
+    meta = ag.load_meta(table=table)
     assert len(meta["commit"]) == 40 and meta["retrieved"] == "2026-12-01"
-    assert all(p.startswith("results/published/website-rgb-micro-macos-2026-04-29/") for p in meta["source_paths"])
+    assert meta["repository"] == "https://github.com/albumentations-team/benchmark"
+    assert len(meta["source_paths"]) == 5 and all(p.startswith(folder) for p in meta["source_paths"])
     assert meta["counts"]["rows"] == len(rows)
+    for lib in ag.LIBRARIES:
+        assert meta["counts"][lib] == sum(r["library"] == lib for r in rows), lib
+    assert meta["counts"]["comparable_pairs_vs_albumentationsx"] == pairs
+    early = sorted(f"{r['transform']}/{r['library']}" for r in rows if r["note"].startswith("early_stopped"))
+    assert early == sorted(c.split(" (")[0] for c in meta["early_stopped_cells"]["cells"])
+    assert meta["hardware_stated"]["platform"] and meta["hardware_stated"]["cpu_count"] == 16
+    assert set(meta["library_versions_stated"]) == set(ag.LIBRARIES)
+
+
+def test_x86_table_spot_values_and_provenance() -> None:
+    """A few cells read by hand from the source JSON files (median_throughput, 3 decimals)."""
+    pub = ag.load_published(table="x86")
+    assert pub[("torchvision", "Resize")] == 978.893  # 978.8928524201257
+    assert pub[("pillow", "Equalize")] == 881.682  # 881.6823376096509
+    assert pub[("albumentationsx", "UnsharpMask")] == 906.090  # 906.0902007004582
+    assert pub[("kornia", "MedianBlur")] == 2.512  # early stopped: 1 / 0.398 s per image
+    meta = ag.load_meta(table="x86")
+    assert meta["hardware_stated"]["machine"].startswith("c4-standard-16")
+    assert meta["library_versions_stated"]["albumentationsx"]["albumentationsx"] == "2.2.6"
+    assert meta["published_run"]["benchmark_params"]["num_runs"] == 3
+    assert ("albumentationsx", "CenterCrop224") not in pub  # the paper run has no CenterCrop
+
+
+def test_outliers_csv_has_a_table_column() -> None:
     outliers = list(csv.DictReader(ag.OUTLIERS_CSV.open(newline="")))
-    assert outliers == [] or set(outliers[0]) == {"transform", "library", "explanation"}
-    assert ag.OUTLIERS_CSV.read_text().splitlines()[0] == "transform,library,explanation"
+    assert ag.OUTLIERS_CSV.read_text().splitlines()[0] == "transform,library,table,explanation"
+    assert all(r["table"] in ("", *ag.PUBLISHED) for r in outliers)
+    macos = [r for r in outliers if r["table"] == "macos"]
+    assert len(macos) >= 15 and all(r["explanation"].strip() for r in macos)
+    assert len(ag.load_explanations(table="macos")) == len(macos) + sum(r["table"] == "" for r in outliers)
 
 
-def test_published_compared_with_itself_passes() -> None:
-    pub = ag.load_published()
+@pytest.mark.parametrize("table", list(EXPECTED))
+def test_published_compared_with_itself_passes(table: str) -> None:
+    pub = ag.load_published(table=table)
     res = ag.compare(pub, pub, {})
     assert res.passes and res.same_winner == 1.0
-    assert {lib.library: lib.pairs for lib in res.libraries} == {"torchvision": 27, "kornia": 52, "pillow": 22}
+    assert {lib.library: lib.pairs for lib in res.libraries} == EXPECTED[table][2]

@@ -38,8 +38,8 @@ from bench_assets.augbench.runners.common import (
 )
 from bench_assets.augbench.stats import summarize
 
-DEFAULT_PREFLIGHT = {"video": (3, 0.5)}
-MATERIALIZE_SAMPLE = 50  # items whose outputs the materialization cost is measured on  # media -> (items, min items/s); others (10, 20)
+DEFAULT_PREFLIGHT = {"video": (3, 0.5)}  # media -> (items, min items/s); others (10, 20)
+MATERIALIZE_SAMPLE = 50  # items whose outputs the materialization cost is measured on
 
 
 def preflight_defaults(media: str) -> tuple[int, float]:
