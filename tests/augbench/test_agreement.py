@@ -193,7 +193,9 @@ def test_the_published_tables_are_x86_by_default_and_macos_by_name() -> None:
     on_macos = ag.compare(ours, table="macos")  # a committed macOS explanation covers it
     assert [(p.transform, p.library) for p in on_macos.outliers] == [("HorizontalFlip", "torchvision")]
     assert on_macos.outliers[0].explanation and not on_macos.unexplained
-    assert ag.compare(ours, macos, table="x86").unexplained  # that explanation is not the x86 table's
+    rotate = {**macos, ("pillow", "Rotate"): macos[("pillow", "Rotate")] * 10}
+    assert not ag.compare(rotate, table="macos").unexplained  # explained for the macOS table ...
+    assert ag.compare(rotate, macos, table="x86").unexplained  # ... not for the x86 one
     assert ag.compare(ours, source={"k": 1}, table="macos").to_dict()["table"] == "macos"
 
 
