@@ -153,6 +153,7 @@ SHARPEN_BLEND = 2.0  # torchvision/Kornia/PIL sharpness factor; AlbumentationsX 
 A_SHARPEN_ALPHA = (SHARPEN_BLEND - 1.0) / 13.0  # derivation in the Sharpen notes
 ELASTIC_REF = 256  # Kornia's elastic alpha is in normalised coordinates: matched to torchvision at this width
 RAIN_DROPS = 150
+SNOW_K = 0.3 / 2 + 1 / 3  # Kornia snow_coefficient equal to AlbumentationsX's snow_point 0.3 (see Snow's notes)
 
 _A_AFFINE = dict(interpolation=LINEAR, border_mode=CONSTANT, fill=0)
 _TV_GEOM = dict(interpolation=TV_BILINEAR, fill=0)
@@ -764,8 +765,11 @@ _SPEC_LIST: list[TransformSpec] = [
         "Snow", {"snow point threshold": 0.3, "brightness": 2.0, "method": "HLS bleach"},
         {
             "albumentationsx": C("A.RandomSnow", snow_point_range=(0.3, 0.3), brightness_coeff=2.0, method="bleach"),
-            "kornia": C("K.RandomSnow", snow_coefficient=(0.3, 0.3), brightness=(2.0, 2.0)),
-        }),
+            "kornia": C("K.RandomSnow", snow_coefficient=(SNOW_K, SNOW_K), brightness=(2.0, 2.0)),
+        },
+        notes="AlbumentationsX bleaches pixels whose HLS lightness is below snow_point/2 + 1/3 of the range "
+        "(0.483 for 0.3); Kornia compares lightness with snow_coefficient directly, so Kornia gets 0.483 (the "
+        "equivalence audit found 0.3 bleaching far fewer pixels)."),
     TransformSpec(
         "Dithering", {"method": "error diffusion (Floyd-Steinberg)", "colors": 2, "mode": "grayscale"},
         notes="In no library column of the CSV (only in the rgb.md revision at PR#56 head 29cba9f): every library "
@@ -788,10 +792,11 @@ FAIRNESS_RULES = """\
   (B=1, C, H, W) for images and (T, C, H, W) for a clip. The uint8->float conversion is part of preload, not of
   the timed call. It is the only library timed on float32; the reader should know its arithmetic is float.
 - **Materialization (inside the timer, equal for all).** The output must exist as a contiguous buffer in the
-  library's own layout. numpy: `np.ascontiguousarray` -- a no-op unless the library returned a view (flips return
-  negative-stride views, crops strided views; forcing the copy costs a flip ~10x, but a later consumer would
-  pay it anyway); torch: `.contiguous()` under the same rule, then `torch.cuda.synchronize()` on CUDA; Pillow:
-  `image.load()`.
+  library's own layout, made at the cost the library itself would charge. numpy: nothing for a contiguous array;
+  a view is copied by the fastest routine for its layout (`contiguous_copy`: OpenCV's flip for a view reversed
+  along one axis, i.e. every flip, ~36 us for 500x375x3 where numpy's strided copy takes ~616 us; a block copy
+  for crops); torch: `.contiguous()`, then `torch.cuda.synchronize()` on CUDA; Pillow: `image.load()`. The
+  rule's own cost is measured per cell (`materialize_us`, docs/augbench.md).
 - **Video.** One parameter draw per clip, shared by all 16 frames: AlbumentationsX `Compose(...)(images=clip)`,
   torchvision v2 on a `tv_tensors.Video`, Kornia with `same_on_batch=True` over T as the batch.
 - **9 channels.** The item is three RGB photos stacked. Where a library accepts only 1 or 3 channels, the same
