@@ -90,10 +90,11 @@ def _shown(x: Path | str) -> str:
     return str(x)
 
 
-def run_bench(config: Path, home: Path, num_items: int, num_runs: int) -> tuple[list[str], float]:
+def run_bench(config: Path, home: Path, num_items: int, num_runs: int, rounds: int = 1) -> tuple[list[str], float]:
     """`bench augbench run` as a child process (its output goes to stderr); (argv, wall s)."""
     argv = [sys.executable, "-m", "bench_assets.cli", "augbench", "run", "--config", str(config),
-            "--num-items", str(num_items), "--num-runs", str(num_runs), "--no-report"]
+            "--num-items", str(num_items), "--num-runs", str(num_runs), "--no-report",
+            *(("--rounds", str(rounds)) if rounds > 1 else ())]
     env = {**os.environ, "BENCH_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     t0 = time.perf_counter()
@@ -112,8 +113,11 @@ def result_files(root: Path, config_name: str) -> list[Path]:
 
 
 def collect(files: list[Path]) -> tuple[dict[tuple[str, str], float], dict[str, Any]]:
-    """Our medians {(library, transform): items/s} of `ok` cells in each file's latest repeat, and what the run was."""
+    """Our medians {(library, transform): items/s} of `ok` cells, and what the run was. A cell's median is taken
+    over the timed passes of every repeat run with the latest repeat's config (the warehouse's pooling: with
+    `--rounds R`, all R fresh-process repeats), when the latest repeat's cell is ok."""
     from bench_assets.augbench.results import read_results
+    from bench_assets.augbench.stats import summarize
 
     ours: dict[tuple[str, str], float] = {}
     info: dict[str, Any] = {"files": [], "statuses": {}, "libraries": {}}
@@ -122,16 +126,20 @@ def collect(files: list[Path]) -> tuple[dict[tuple[str, str], float], dict[str, 
         if doc is None or not doc.repeats:
             continue
         rep = doc.repeats[-1]
+        pool = [r for r in doc.repeats if r.config_sha256 == rep.config_sha256]
         counts: dict[str, int] = {}
         for c in rep.cells:
             counts[c.status] = counts.get(c.status, 0) + 1
-            median = (c.summary or {}).get("median")
-            if c.status == "ok" and median is not None and median > 0:
+            passes = [t for r in pool for cell in r.cells if cell.transform == c.transform and cell.status == "ok"
+                      for t in cell.throughputs]
+            median = summarize(passes)["median"] if c.status == "ok" and passes else None
+            if median is not None and median > 0:
                 ours[(c.library, c.transform)] = float(median)
         info["files"].append(str(path))
         info["statuses"][doc.library] = counts
         info["libraries"][doc.library] = {
-            "repeat": rep.repeat, "started": rep.started, "finished": rep.finished, "hardware": rep.hardware,
+            "repeat": rep.repeat, "repeats_pooled": len(pool), "started": rep.started, "finished": rep.finished,
+            "hardware": rep.hardware,
             "versions": rep.versions, "threads": rep.threads, "media": rep.media_description,
             "num_items": doc.config.get("num_items"), "num_runs": doc.config.get("num_runs"),
             "config_sha256": rep.config_sha256, "git": rep.git}
@@ -143,6 +151,9 @@ def main() -> int:
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     ap.add_argument("--num-items", type=int, default=DEFAULTS["num_items"])
     ap.add_argument("--num-runs", type=int, default=DEFAULTS["num_runs"])
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="bench augbench run --rounds R: every library R times in fresh processes, seeded order; "
+                         "the medians pool all R repeats")
     ap.add_argument("--home", type=Path, help="BENCH_HOME for the run (default: a temp dir, removed afterwards)")
     ap.add_argument("--keep", action="store_true", help="keep the temp BENCH_HOME")
     ap.add_argument("--results", type=Path, help="compare the result files under this folder; do not run")
@@ -174,7 +185,7 @@ def main() -> int:
             temp = root = Path(tempfile.mkdtemp(prefix="augbench_vs_published_"))
     try:
         if not args.results:
-            bench_argv, wall = run_bench(args.config, root, args.num_items, args.num_runs)
+            bench_argv, wall = run_bench(args.config, root, args.num_items, args.num_runs, args.rounds)
         files = result_files(root, config_name)
         if not files:
             raise SystemExit(f"no {config_name} result files under {root}")
