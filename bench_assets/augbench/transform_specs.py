@@ -30,6 +30,7 @@ from typing import Any
 
 LIBRARIES = ("albumentationsx", "torchvision", "kornia", "pillow")  # the documented CPU libraries
 ALL_LIBRARIES = (*LIBRARIES, "dali")
+REFERENCE_LIBRARY = "albumentationsx"  # speedups, the equivalence audit and the published comparison are relative to it
 MEDIA = ("rgb", "9ch", "video")
 CSV_PATH = Path(__file__).resolve().parent / "data" / "paper_transform_sets.csv"
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "augbench_transforms.md"
@@ -794,8 +795,8 @@ FAIRNESS_RULES = """\
 - **Materialization (inside the timer, equal for all).** The output must exist as a contiguous buffer in the
   library's own layout, made at the cost the library itself would charge. numpy: nothing for a contiguous array;
   a view is copied by the fastest routine for its layout (`contiguous_copy`: OpenCV's flip for a view reversed
-  along one axis, i.e. every flip, ~36 us for 500x375x3 where numpy's strided copy takes ~616 us; a block copy
-  for crops); torch: `.contiguous()`, then `torch.cuda.synchronize()` on CUDA; Pillow: `image.load()`. The
+  along its pixels, i.e. a horizontal flip: ~41 us for 500x375x3 where numpy's strided copy takes ~633 us,
+  benchmarks/materialize_copy.py; a block copy for a vertical flip's rows and for crops); torch: `.contiguous()`, then `torch.cuda.synchronize()` on CUDA; Pillow: `image.load()`. The
   rule's own cost is measured per cell (`materialize_us`, docs/augbench.md).
 - **Video.** One parameter draw per clip, shared by all 16 frames: AlbumentationsX `Compose(...)(images=clip)`,
   torchvision v2 on a `tv_tensors.Video`, Kornia with `same_on_batch=True` over T as the batch.

@@ -183,6 +183,7 @@ def needs_copy(out: Any) -> bool:
     return False
 
 
+_SHORT_RUN_BYTES = 64  # a reversed axis whose steps move fewer bytes than a cache line takes OpenCV's flip
 # dtypes OpenCV's flip takes (with up to 512 channels)
 _CV_FLIP_DTYPES = frozenset(np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32", "float32", "float64"))
 
@@ -190,11 +191,12 @@ _CV_FLIP_DTYPES = frozenset(np.dtype(t) for t in ("uint8", "int8", "uint16", "in
 def contiguous_copy(a: np.ndarray) -> np.ndarray:
     """`a` as a C-contiguous array, copied by the fastest routine for its layout.
 
-    Contiguous: returned as is. A view reversed along one axis of an otherwise contiguous buffer (what
-    AlbumentationsX's and numpy's flips return): `cv2.flip` of the buffer, which writes the same values as
-    `np.ascontiguousarray` (numpy's generic strided copy takes ~600 us for a 500x375x3 image reversed along
-    its width; OpenCV's flip ~30 us, a plain copy ~12 us). Anything else (crops, transposes, views reversed
-    on several axes): `np.ascontiguousarray`, which is already a fast block copy for those layouts.
+    Contiguous: returned as is. A view reversed along one axis of an otherwise contiguous buffer whose steps
+    are short runs (a horizontal flip of HWC, as AlbumentationsX's and numpy's flips return it): `cv2.flip` of
+    the buffer, which writes the same values as `np.ascontiguousarray` (numpy's strided copy takes ~630 us for
+    a 500x375x3 image reversed along its width, this path ~41 us; `benchmarks/materialize_copy.py`). Anything
+    else (a vertical flip's reversed rows, crops, transposes, views reversed on several axes):
+    `np.ascontiguousarray`, already a block copy for those layouts.
     """
     if a.flags.c_contiguous:
         return a
@@ -202,9 +204,11 @@ def contiguous_copy(a: np.ndarray) -> np.ndarray:
     reversed_axes = [k for k in range(a.ndim) if strides[k] < 0 and shape[k] > 1]
     if len(reversed_axes) == 1 and a.dtype in _CV_FLIP_DTYPES and a.size:
         k = reversed_axes[0]
-        base = np.flip(a, k)
         inner = math.prod(shape[k + 1:])
-        if inner <= 512 and base.flags.c_contiguous:
+        # numpy copies a reversal of long contiguous runs (rows: a vertical flip) as fast as OpenCV; its slow
+        # path is reversing short runs (pixels: a horizontal flip), so only those go to cv2.flip
+        base = np.flip(a, k) if inner * a.itemsize < _SHORT_RUN_BYTES else None
+        if base is not None and base.flags.c_contiguous:
             import cv2
 
             # reverse axis 1 of the buffer seen as (rows, n, inner)
