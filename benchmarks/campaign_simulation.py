@@ -30,22 +30,16 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench_assets.rf100vl.catalog import load_catalog  # noqa: E402
-from bench_assets.rf100vl.lane_plan import longest_first  # noqa: E402
+from bench_assets.rf100vl.lane_plan import list_schedule, longest_first  # noqa: E402
 
 OUTPUT = REPO / "benchmarks" / "results" / "campaign_simulation.json"
 
 
 def random_order_makespan(durations: dict[str, float], lanes: int, seed: int) -> float:
     """Makespan when the jobs are handed out in a random order (each to the lane free first)."""
-    import heapq
-
     order = list(durations)
     random.Random(seed).shuffle(order)
-    free = [0.0] * lanes
-    heapq.heapify(free)
-    for name in order:
-        heapq.heappush(free, heapq.heappop(free) + durations[name])
-    return max(free)
+    return list_schedule(durations, lanes, order).makespan
 
 
 def main() -> int:

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
+from bench_assets.augbench.transform_specs import REFERENCE_LIBRARY
+
 DATA = Path(__file__).resolve().parent / "data"
 PUBLISHED: dict[str, tuple[Path, Path]] = {  # name: (medians CSV, provenance JSON)
     "x86": (DATA / "published_rgb_micro_cpu_x86.csv", DATA / "published_rgb_micro_cpu_x86.meta.json"),
@@ -49,7 +51,7 @@ DEFAULT_PUBLISHED = "x86"  # the paper's run, on x86 Linux like our machines
 PUBLISHED_CSV, PUBLISHED_META = PUBLISHED[DEFAULT_PUBLISHED]  # the default table's files
 OUTLIERS_CSV = DATA / "published_outliers.csv"
 
-REFERENCE = "albumentationsx"
+REFERENCE = REFERENCE_LIBRARY
 LIBRARIES = ("albumentationsx", "torchvision", "kornia", "pillow")
 SPEARMAN_GOAL = 0.85  # per library
 SAME_WINNER_GOAL = 0.90  # overall

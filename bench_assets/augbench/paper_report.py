@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_assets.augbench.transform_specs import REFERENCE_LIBRARY
 from bench_assets.platform.document import (
     Block,
     Cell,
@@ -40,7 +41,7 @@ from bench_assets.platform.document import (
 from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
 from bench_assets.platform.marts import missing_columns, table_columns
 
-REFERENCE = "albumentationsx"  # the dbt var augbench_reference_library's default: speedups are relative to it
+REFERENCE = REFERENCE_LIBRARY  # the dbt var augbench_reference_library's default: speedups are relative to it
 SUMMARY_MAX_BYTES = 300_000  # Dagster keeps the summary in its event log
 SUMMARY_ROWS = 10  # transforms of the first config shown in the summary
 REASON_MAX_CHARS = 300

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench_assets.augbench.transform_specs import REFERENCE_LIBRARY
 from bench_assets.platform.warehouse import WarehouseTable
 
 if TYPE_CHECKING:
@@ -86,9 +87,6 @@ def _augbench_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-REFERENCE_LIBRARY = "albumentationsx"
-
-
 def _augbench_cell_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
@@ -105,15 +103,19 @@ def _augbench_cell_rows(home: Path) -> pd.DataFrame:
             continue
         latest = doc.repeats[-1]
         pool = [r for r in doc.repeats if r.config_sha256 == latest.config_sha256]
+        pooled: dict[str, list] = {}  # transform -> its cell in every pooled repeat
+        for r in pool:
+            for cell in r.cells:
+                pooled.setdefault(cell.transform, []).append(cell)
         for c in latest.cells:
-            per_repeat = [list(cell.throughputs) for r in pool for cell in r.cells
-                          if cell.transform == c.transform and cell.status == "ok" and cell.throughputs]
+            same = pooled.get(c.transform, [])
+            per_repeat = [list(cell.throughputs) for cell in same if cell.status == "ok" and cell.throughputs]
             runs = [t for g in per_repeat for t in g] if c.status == "ok" else []
             if runs:
                 groups[(doc.config_name, doc.library, c.transform)] = per_repeat
             s = summarize(runs) if runs else {}
-            mat_us = (c.model_extra or {}).get("materialize_us")
-            same = [cell.model_extra or {} for r in pool for cell in r.cells if cell.transform == c.transform]
+            extra = c.model_extra or {}
+            mat_us = extra.get("materialize_us")
             rows.append({
                 "config": doc.config_name, "media": doc.config["media"], "mode": doc.config["mode"],
                 "device": doc.config["device"], "library": doc.library, "transform": c.transform, "status": c.status,
@@ -122,17 +124,18 @@ def _augbench_cell_rows(home: Path) -> pd.DataFrame:
                 "preflight_throughput": c.preflight_throughput, "hardware": latest.hardware,
                 "threads": json.dumps(latest.threads, sort_keys=True), "media_hash": latest.media_hash,
                 "library_version": latest.versions.get(doc.library) or next(iter(latest.versions.values()), None),
-                "materialize_us": mat_us, "materialize_copied": (c.model_extra or {}).get("materialize_copied"),
+                "materialize_us": mat_us, "materialize_copied": extra.get("materialize_copied"),
                 "materialize_share": mat_us * 1e-6 * s["median"] if mat_us is not None and s.get("median") else None,
-                "busy_repeats": sum(bool(x.get("busy")) for x in same),
-                "clock_moved_repeats": sum(bool(x.get("clock_moved")) for x in same),
+                "busy_repeats": sum(bool((x.model_extra or {}).get("busy")) for x in same),
+                "clock_moved_repeats": sum(bool((x.model_extra or {}).get("clock_moved")) for x in same),
             })
+    medians = {(r["config"], r["library"], r["transform"]): r["median"] for r in rows}
     for row in rows:
         mine = groups.get((row["config"], row["library"], row["transform"]))
-        ref = groups.get((row["config"], REFERENCE_LIBRARY, row["transform"]))
-        ci = ratio_interval(mine, ref) if mine and ref and row["median"] else None
-        ref_median = summarize([t for g in ref for t in g])["median"] if ref else None
-        row.update(speedup_vs_reference=row["median"] / ref_median if ci and ref_median else None,
+        ref_key = (row["config"], REFERENCE_LIBRARY, row["transform"])
+        ref = groups.get(ref_key)
+        ci = ratio_interval(mine, ref) if mine and ref else None
+        row.update(speedup_vs_reference=row["median"] / medians[ref_key] if ci else None,
                    speedup_ci95_low=ci[0] if ci else None, speedup_ci95_high=ci[1] if ci else None)
     return pd.DataFrame(rows)
 

@@ -80,15 +80,23 @@ class _Worker:
     done: int = 0  # runs answered
 
 
-def _retire(w: _Worker) -> None:
-    """Ask an idle worker to exit and wait for it (killed if it does not within 30 s)."""
+def _ask_exit(w: _Worker) -> None:
     try:
         w.conn.send(None)
     except (BrokenPipeError, OSError):
         pass
+
+
+def _reap(w: _Worker) -> None:
+    """Wait for a worker asked to exit (killed if it does not within 30 s)."""
     w.process.join(timeout=30)
     if w.process.is_alive():
         w.process.kill()
+
+
+def _retire(w: _Worker) -> None:
+    _ask_exit(w)
+    _reap(w)
 
 
 def _answer(w: _Worker) -> RunOutcome | None:
@@ -158,14 +166,9 @@ def run_all(runs: Iterable[PoolRun], *, workers: int, home: Path, load: Callable
                             f"the worker process executing it died (exit code {w.process.exitcode}); the run is "
                             "reconciled as failed and the partition resumes when the campaign is run again"]))
                         pool.remove(w)
-    finally:
+    finally:  # every worker is asked first, so they wind down together
         for w in pool:
-            try:
-                w.conn.send(None)
-            except (BrokenPipeError, OSError):
-                pass
+            _ask_exit(w)
         for w in pool:
-            w.process.join(timeout=30)
-            if w.process.is_alive():
-                w.process.kill()
+            _reap(w)
     return results

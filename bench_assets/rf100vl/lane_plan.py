@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -51,10 +51,16 @@ def lower_bound(durations: Mapping[str, float], lanes: int) -> float:
 
 
 def longest_first(durations: Mapping[str, float], lanes: int) -> LanePlan:
-    """Jobs sorted by duration (longest first, ties by name), each started on the lane that is free first
-    (ties: the lowest lane number), as the campaign runner hands them out."""
+    """Jobs sorted by duration (longest first, ties by name), as the campaign runner hands them out."""
+    return list_schedule(durations, lanes, sorted(durations, key=lambda name: (-durations[name], name)))
+
+
+def list_schedule(durations: Mapping[str, float], lanes: int, order: Sequence[str]) -> LanePlan:
+    """The jobs in `order` (every job once), each started on the lane that is free first (ties: the lowest
+    lane number)."""
     _check(durations, lanes)
-    order = sorted(durations, key=lambda name: (-durations[name], name))
+    if sorted(order) != sorted(durations):
+        raise ValueError("order must list every job exactly once")
     free: list[tuple[float, int]] = [(0.0, lane) for lane in range(lanes)]  # (free at, lane)
     assignments: list[list[str]] = [[] for _ in range(lanes)]
     finish: dict[str, float] = {}

@@ -51,6 +51,19 @@ def test_never_beats_the_optimum_and_stays_within_grahams_bound(seed: int) -> No
     assert sorted(j for lane in plan.assignments for j in lane) == sorted(f"d{i}" for i in range(len(durations)))
 
 
+def test_any_order_is_scheduled_on_the_lane_free_first() -> None:
+    """The shortest job first on 2 lanes: 3 and 3 start at 0, 4 after the first 3, then 5 and 7: lanes end at
+    3 + 4 + 7 = 14 and 3 + 5 = 8; an order that drops or repeats a job is refused."""
+    from bench_assets.rf100vl.lane_plan import list_schedule
+
+    jobs = {"a": 7, "b": 5, "c": 4, "d": 3, "e": 3}
+    plan = list_schedule(jobs, 2, ["d", "e", "c", "b", "a"])
+    assert plan.assignments == (("d", "c", "a"), ("e", "b")) and plan.makespan == 14
+    assert plan.makespan > longest_first(jobs, 2).makespan
+    with pytest.raises(ValueError, match="every job exactly once"):
+        list_schedule(jobs, 2, ["a", "a", "b", "c", "d"])
+
+
 def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="lanes must be >= 1"):
         longest_first({"a": 1}, lanes=0)
