@@ -292,15 +292,11 @@ def test_versions_and_contract() -> None:
 # ---------------------------------------------------------------------------------------- equivalence
 
 
-def _as_hwc(out, library: str) -> np.ndarray:
-    """Any library output as float HWC in 0..255."""
-    if library == "pillow":
-        return np.asarray(out, dtype=np.float64)
-    if library == "albumentationsx":
-        return out.astype(np.float64)
-    x = out[0] if library == "kornia" else out
-    x = x.permute(1, 2, 0).double().numpy()
-    return x * 255.0 if library == "kornia" else x
+def _as_hwc(out) -> np.ndarray:  # noqa: ANN001
+    """Any library output as float HWC in 0..255 (the equivalence audit's common form)."""
+    from bench_assets.augbench.equivalence import to_common
+
+    return to_common(out, "rgb").pixels
 
 
 def _input(transform: str) -> np.ndarray:
@@ -312,7 +308,7 @@ def _outputs(transform: str, libraries: tuple[str, ...]) -> dict[str, np.ndarray
     for lib in libraries:
         ad = adapter(lib)
         fn = ad.build(transform, "rgb", "cpu")
-        res[lib] = _as_hwc(ad.materialize(fn(ad.to_native([_input(transform)], "rgb", "cpu")[0])), lib)
+        res[lib] = _as_hwc(ad.materialize(fn(ad.to_native([_input(transform)], "rgb", "cpu")[0])))
     return res
 
 
@@ -349,7 +345,7 @@ def test_equivalent_outputs(transform: str, libraries: tuple[str, ...], tol: flo
         assert out.shape == ref.shape, (lib, out.shape, ref.shape)
         diff = float(np.abs(out[m:-m, m:-m] - ref[m:-m, m:-m]).mean())
         assert diff <= tol + 1e-3, f"{transform}: {lib} vs {ref_lib} mean |diff| {diff:.3f} > {tol}"
-    src = _as_hwc(_input(transform), "albumentationsx")
+    src = _as_hwc(_input(transform))
     assert ref.shape != src.shape or float(np.abs(ref - src).mean()) > 1.0, "transform was a no-op"
 
 
