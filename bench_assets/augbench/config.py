@@ -72,6 +72,11 @@ class RunConfig(_Strict):
     # output that keeps them is then copied by the materialization rule inside the timer); only for
     # reproducing the published table (configs/replication/).
     tensor_layout: Literal["contiguous", "decoder"] = "contiguous"
+    # How outputs are finished inside the timer. "benchmark": the materialization rule
+    # (adapters.base.materialize_output). "published": the published runner's own step
+    # (`make_contiguous_transform_output`: np.ascontiguousarray for numpy, load() then np.ascontiguousarray for
+    # Pillow, .contiguous() for torch); only for reproducing the published table (configs/replication/).
+    output_rule: Literal["benchmark", "published"] = "benchmark"
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
@@ -89,6 +94,9 @@ class RunConfig(_Strict):
                              f"(use one of {', '.join(wanted[self.media])})")
         if self.tensor_layout == "decoder" and (self.media, self.mode) != ("rgb", "micro"):
             raise ValueError("tensor_layout 'decoder' reproduces the published RGB micro runner only (media rgb, "
+                             "mode micro)")
+        if self.output_rule == "published" and (self.media, self.mode) != ("rgb", "micro"):
+            raise ValueError("output_rule 'published' reproduces the published RGB micro runner only (media rgb, "
                              "mode micro)")
         if self.media_source.kind != "embedded" and not self.media_source.path:
             raise ValueError(f"media_source.path is required for {self.media_source.kind} media")

@@ -157,6 +157,10 @@ def measure_library(home: Path, cfg: RunConfig, library: str, *, log: Callable[[
     adapter = get_adapter(library)
     if hasattr(adapter, "tensor_layout"):  # torchvision, Kornia: contiguous tensors or the decoder's strides
         adapter.tensor_layout = cfg.tensor_layout
+    if cfg.output_rule == "published":  # replication only: the published runner's output step in the timer
+        from bench_assets.augbench.adapters.base import published_runner_output
+
+        adapter.materialize = published_runner_output
     unavailable = adapter.availability(cfg.device)
     media = load_media(home, cfg)
     versions = adapter.versions() if not unavailable else {}

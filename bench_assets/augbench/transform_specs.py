@@ -796,8 +796,10 @@ FAIRNESS_RULES = """\
   library's own layout, made at the cost the library itself would charge. numpy: nothing for a contiguous array;
   a view is copied by the fastest routine for its layout (`contiguous_copy`: OpenCV's flip for a view reversed
   along its pixels, i.e. a horizontal flip: ~41 us for 500x375x3 where numpy's strided copy takes ~633 us,
-  benchmarks/materialize_copy.py; a block copy for a vertical flip's rows and for crops); torch: `.contiguous()`, then `torch.cuda.synchronize()` on CUDA; Pillow: `image.load()`. The
-  rule's own cost is measured per cell (`materialize_us`, docs/augbench.md).
+  benchmarks/materialize_copy.py; a block copy for a vertical flip's rows and for crops); torch: `.contiguous()`,
+  then `torch.cuda.synchronize()` on CUDA; Pillow: `image.load()`. The rule's own cost is measured per cell
+  (`materialize_us`, docs/augbench.md). Only the replication config (`output_rule: published`) swaps in the
+  published runner's step instead (numpy's own copy, Pillow images converted to numpy), to reproduce its table.
 - **Video.** One parameter draw per clip, shared by all 16 frames: AlbumentationsX `Compose(...)(images=clip)`,
   torchvision v2 on a `tv_tensors.Video`, Kornia with `same_on_batch=True` over T as the batch.
 - **9 channels.** The item is three RGB photos stacked. Where a library accepts only 1 or 3 channels, the same

@@ -424,3 +424,27 @@ def test_decoder_tensor_layout_reproduces_the_published_runners_inputs() -> None
     assert RunConfig.model_validate({**base, "media": "rgb"}).tensor_layout == "decoder"
     with pytest.raises(ValueError, match="reproduces the published RGB micro runner only"):
         RunConfig.model_validate({**base, "media": "9ch"})
+
+
+def test_published_output_rule_converts_as_the_published_runner_does() -> None:
+    """output_rule 'published' finishes outputs the way the published runner's `make_contiguous_transform_output`
+    does: a Pillow image becomes a contiguous numpy array with the image's values, a reversed numpy view a
+    contiguous copy; the benchmark's own rule leaves the Pillow image an image. The config refuses the rule
+    outside RGB micro."""
+    from PIL import Image
+
+    from bench_assets.augbench.adapters.base import materialize_output, published_runner_output
+    from bench_assets.augbench.config import RunConfig
+
+    item = _photos()[1][:120, :160].copy()
+    flipped = Image.fromarray(item).transpose(Image.Transpose.FLIP_TOP_BOTTOM)
+    out = published_runner_output(flipped)
+    assert isinstance(out, np.ndarray) and out.flags.c_contiguous
+    assert np.array_equal(out, item[::-1])
+    assert isinstance(materialize_output(flipped), Image.Image)
+    view = published_runner_output(item[:, ::-1])
+    assert view.flags.c_contiguous and np.array_equal(view, item[:, ::-1])
+    base = {"name": "x", "mode": "micro", "libraries": ["pillow"], "num_items": 2, "output_rule": "published"}
+    assert RunConfig.model_validate({**base, "media": "rgb"}).output_rule == "published"
+    with pytest.raises(ValueError, match="output_rule 'published' reproduces"):
+        RunConfig.model_validate({**base, "media": "video"})

@@ -96,6 +96,9 @@ class AlbumentationsXAdapter(BaseAdapter):
             import cv2
 
             out["opencv"] = cv2.__version__
+            # OpenCV's bundled Intel IPP: on some machines its scalar arithmetic is 100x+ slower than OpenCV's
+            # own code (benchmarks/published_outlier_probes.py), so a cell's speed depends on it
+            out["opencv_ipp"] = cv2.ipp.getIppVersion() if cv2.ipp.useIPP() else "off"
         except ImportError:
             out["opencv"] = "not installed"
         return out

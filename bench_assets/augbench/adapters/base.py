@@ -174,6 +174,19 @@ def materialize_output(out: Any) -> Any:
     raise TypeError(f"cannot materialize a {type(out).__module__}.{type(out).__name__}")
 
 
+def published_runner_output(out: Any) -> Any:
+    """What the published benchmark's runner does to every output inside its timer (RunConfig.output_rule
+    'published', replication only): numpy: `np.ascontiguousarray` (numpy's slow path for reversed views);
+    Pillow: `load()`, then conversion to a contiguous numpy array (a full copy of every image); torch:
+    `.contiguous()`."""
+    if isinstance(out, np.ndarray):
+        return np.ascontiguousarray(out)
+    if hasattr(out, "load") and hasattr(out, "mode"):  # PIL.Image.Image
+        out.load()
+        return np.ascontiguousarray(out)
+    return materialize_output(out)
+
+
 def needs_copy(out: Any) -> bool:
     """Whether the materialization rule copies `out` (a numpy view or a non-contiguous tensor)."""
     if isinstance(out, np.ndarray):
