@@ -10,10 +10,13 @@ object: `dagster definitions validate -f definitions.py` and the other `-f` comm
 import dagster as dg
 
 from bench_assets.augbench import definitions as augbench
+from bench_assets.platform.cluster.executor import cluster_executor
+from bench_assets.platform.cluster.watchdog import watchdog_sensor
 from bench_assets.platform.contribution import Family
 from bench_assets.report import definitions as report
 from bench_assets.rf100vl import definitions as rf100vl
 from resources.bench_home import BenchHome
+from resources.paths import bench_home_path
 
 FAMILIES = (
     rf100vl,  # catalogue, datasets, checkpoints, predictions, scores, submissions (+ checks, schedules, sensors)
@@ -22,9 +25,12 @@ FAMILIES = (
 
 
 def build_location(families: tuple[Family, ...]) -> dg.Definitions:
-    """Every family's own definitions, the report composed from their contributions, and the shared resources."""
+    """Every family's own definitions, the report composed from their contributions, the shared resources, and the
+    scale-out pieces: the Celery executor while a cluster is up (None otherwise: Dagster's default) and the
+    watchdog that fails runs a lost cluster worker held (docs/scale-out.md)."""
     return dg.Definitions.merge(
-        dg.Definitions(resources={"home": BenchHome()}),  # shared by every family and the report
+        dg.Definitions(resources={"home": BenchHome()}, executor=cluster_executor(bench_home_path()),
+                       sensors=[watchdog_sensor()]),  # shared by every family and the report
         *(family.defs for family in families),
         report.build_defs(*families),  # warehouse (+ the families' checks), dbt marts, rendered pages
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,5 +33,11 @@ class GpuLanes(dg.ConfigurableResource):
 
     @contextmanager
     def lease(self, holder: str) -> Iterator[Lane]:
-        with lease_lane(self.lanes(), Path(bench_home_path()) / "lanes", holder, self.lease_timeout_s) as lane:
+        with lease_lane(self.lanes(), lane_dir(), holder, self.lease_timeout_s) as lane:
             yield lane
+
+
+def lane_dir() -> Path:
+    """Where this box's lane locks live: BENCH_HOME/lanes, or BENCH_LANE_DIR when set (a cluster worker has its own:
+    on a shared BENCH_HOME every box would otherwise lock the same lane files for different GPUs)."""
+    return Path(os.environ.get("BENCH_LANE_DIR") or Path(bench_home_path()) / "lanes")

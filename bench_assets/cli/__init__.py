@@ -135,13 +135,19 @@ def _platform_parsers(sub: argparse._SubParsersAction) -> None:
     ui.set_defaults(fn=platform_verbs.cmd_ui)
 
 
+def _cluster_parser(sub: argparse._SubParsersAction) -> None:
+    from bench_assets.cli import cluster  # a verb's module loads only when its parser is built
+
+    cluster.add_parser(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0],
                                 epilog="--verbose (anywhere): print failed steps' stack traces on the terminal "
                                        "too (they are always in the Dagster event log)")
     sub = p.add_subparsers(dest="command", required=True)
     for add in (_demo_parser, _datasets_parser, _campaign_parsers, _results_parsers, _augbench_parser,
-                _platform_parsers):
+                _platform_parsers, _cluster_parser):
         add(sub)
     return p
 

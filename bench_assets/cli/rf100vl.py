@@ -200,6 +200,9 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
                  recipe: str = "default", lanes: int = 0, force: bool = False) -> int:
     """Register, then run `job` for every (dataset, model) partition longest first on the lanes."""
     from bench_assets.cli.location import load_for_runs
+    from bench_assets.platform.cluster.layout import load_state
+    from bench_assets.platform.cluster.servers import ClusterError, require_servers
+    from bench_assets.platform.cluster.submit import submit, wait
     from bench_assets.platform.instance import open_instance
     from bench_assets.platform.run_pool import run_all
     from bench_assets.rf100vl.campaign import longest_first, pool_runs
@@ -212,20 +215,36 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
     home = bench_home_path()
     if lanes:
         os.environ["BENCH_CPU_LANES"] = str(lanes)
+    cluster = load_state(home)
+    try:
+        if cluster:  # every server must answer before anything is registered or submitted
+            require_servers(cluster)
+    except ClusterError as exc:
+        return fail(str(exc), 1)
     instance = open_instance(home)
     try:
         names = _register_for_campaign(instance, home, model, recipe, suite, datasets)
     except (RecipeError, ValueError, KeyError) as exc:
         return fail(str(exc), 2)
     runs = pool_runs(longest_first(home, model, names), job, force=force)
-    n_lanes = len(lanes_from_env())
-    print(f"{job.name}: {len(runs)} partitions of {model}, longest first, on {n_lanes} lane(s)")
+    n_lanes = cluster.total_lanes if cluster else len(lanes_from_env())
+    where = (f"the cluster's {len(cluster.workers)} worker(s)" if cluster else "this machine")
+    print(f"{job.name}: {len(runs)} partitions of {model}, longest first, on {n_lanes} lane(s) of {where}")
 
     def show(result: Any) -> None:
         code = report(result.outcome, f"{job.name} {result.run.label}")
         print(f"  {result.run.label:40s} {'ok' if code == 0 else 'FAILED'}  {result.seconds:7.1f}s", flush=True)
 
-    finished = run_all(runs, workers=n_lanes, home=home, load=load_for_runs, on_result=show)
+    if cluster:
+        try:
+            submitted = submit(cluster, runs)
+        except ClusterError as exc:
+            return fail(str(exc), 1)
+        print(f"  submitted {len(submitted)} run(s) to the cluster (UI http://127.0.0.1:{cluster.webserver_port}); "
+              "waiting for them", flush=True)
+        finished = wait(instance, submitted, on_result=show)
+    else:
+        finished = run_all(runs, workers=n_lanes, home=home, load=load_for_runs, on_result=show)
     failed = [r for r in finished if not r.outcome.success]
     code = _build_submission(instance, model) if job is campaign_job else 0
     # Training alone leaves the suite unscored: coverage is expected to fail until `bench campaign` evaluates.

@@ -25,11 +25,23 @@ if TYPE_CHECKING:
 
 
 def dagster_home(home: Path) -> Path:
+    """The product instance's folder: the cluster's (PostgreSQL) while one is up under `home`, else home/dagster."""
+    from bench_assets.platform.cluster.layout import cluster_dagster_home, load_state
+
+    if load_state(home) is not None:
+        return cluster_dagster_home(home)
     return home / "dagster"
 
 
 def prepare_home(home: Path) -> Path:
-    """Create BENCH_HOME and its Dagster instance folder; point DAGSTER_HOME at it."""
+    """Create BENCH_HOME and its Dagster instance folder; point DAGSTER_HOME at it. While a cluster is up the
+    instance is the cluster's (its PostgreSQL must answer, or the error says how to restart it)."""
+    from bench_assets.platform.cluster.layout import load_state
+    from bench_assets.platform.cluster.servers import require_postgres
+
+    state = load_state(home)
+    if state is not None:
+        require_postgres(state)
     dh = dagster_home(home)
     dh.mkdir(parents=True, exist_ok=True)
     cfg = dh / "dagster.yaml"
@@ -40,9 +52,13 @@ def prepare_home(home: Path) -> Path:
     return dh
 
 
-def pool_limits() -> dict[str, int]:
-    """`gpu`: one slot per lane (BENCH_GPUS x BENCH_JOBS_PER_GPU, or BENCH_CPU_LANES); `duckdb_writer`: 1."""
-    return {"gpu": len(lanes_from_env()), "duckdb_writer": 1}
+def pool_limits(home: Path | None = None) -> dict[str, int]:
+    """`gpu`: one slot per lane (BENCH_GPUS x BENCH_JOBS_PER_GPU, or BENCH_CPU_LANES; a cluster's: every worker's
+    lanes together); `duckdb_writer`: 1."""
+    from bench_assets.platform.cluster.layout import load_state
+
+    state = load_state(home) if home is not None else None
+    return {"gpu": state.total_lanes if state is not None else len(lanes_from_env()), "duckdb_writer": 1}
 
 
 def open_instance(home: Path, *, reconcile: bool = True) -> dg.DagsterInstance:
@@ -54,7 +70,7 @@ def open_instance(home: Path, *, reconcile: bool = True) -> dg.DagsterInstance:
     with open(dh / ".init.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         instance = dg.DagsterInstance.get()
-        for pool, limit in pool_limits().items():
+        for pool, limit in pool_limits(home).items():
             if instance.event_log_storage.get_concurrency_info(pool).slot_count != limit:
                 instance.event_log_storage.set_concurrency_slots(pool, limit)
         if reconcile:

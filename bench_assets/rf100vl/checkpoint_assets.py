@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 
 from bench_assets.platform.check_results import check_result
+from bench_assets.platform.cluster.layout import GPU_STEP_TAGS
 from bench_assets.platform.findings import Finding
 from bench_assets.rf100vl import sanity
 from bench_assets.rf100vl.dataset_assets import dataset
@@ -76,6 +77,7 @@ def checkpoint_metadata(stats: dict, epochs: list[dict], skipped: bool, tried: l
 @dg.asset(key=["rf100vl", "checkpoint"], group_name="rf100vl", partitions_def=dataset_model_partitions,
           ins={"dataset": dg.AssetIn(key=dataset.key, partition_mapping=on_dataset, dagster_type=dg.Nothing)},
           pool="gpu", kinds={"pytorch", "libreyolo"},
+          op_tags=GPU_STEP_TAGS,
           description="Fine-tuned LibreYOLO weights: best epoch on valid mAP50-95 (runs/<model>/<dataset>/<sig>/).")
 def checkpoint(context: dg.AssetExecutionContext, config: CheckpointConfig, home: BenchHome,
                lanes: GpuLanes) -> dg.MaterializeResult:

@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 
 from bench_assets.platform.check_results import check_result
+from bench_assets.platform.cluster.layout import GPU_STEP_TAGS
 from bench_assets.platform.findings import Finding
 from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text, sha256_file
 from bench_assets.rf100vl import sanity
@@ -106,6 +107,7 @@ def _materialization(fp: str, out: Path, result: PredictResult, stats: dict[str,
 
 @dg.asset(key=["rf100vl", "predictions"], group_name="rf100vl", partitions_def=dataset_model_partitions,
           deps=[checkpoint], pool="gpu", kinds={"pytorch", "coco"},
+          op_tags=GPU_STEP_TAGS,
           description="Test-split detections of the best checkpoint (conf 0.001, NMS IoU 0.65, max 500/image).")
 def predictions(context: dg.AssetExecutionContext, config: PredictionsConfig, home: BenchHome,
                 lanes: GpuLanes) -> dg.MaterializeResult:

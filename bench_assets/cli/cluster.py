@@ -1,0 +1,93 @@
+"""`bench cluster up | status | down | worker`: scale-out on Dagster's Celery executor (docs/scale-out.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from bench_assets.cli.common import fail
+from resources.paths import bench_home_path
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from bench_assets.platform.cluster.lifecycle import AlreadyUp, cluster_up
+    from bench_assets.platform.cluster.servers import ClusterError
+
+    home = bench_home_path()
+    try:
+        state = cluster_up(home, args.workers, args.lanes_per_worker,
+                          ports={"postgres": args.postgres_port, "redis": args.redis_port,
+                                 "webserver": args.webserver_port})
+    except AlreadyUp as exc:
+        print(f"bench: {exc}")
+        return 0
+    except ClusterError as exc:
+        return fail(str(exc), 1)
+    print(f"cluster up under {home}/cluster (code {state.code_hash}):")
+    print(f"  PostgreSQL  {state.postgres_url}  (pid {state.servers['postgres'].pid})")
+    print(f"  Redis       {state.broker_url}  (pid {state.servers['redis'].pid})")
+    print(f"  daemon      pid {state.servers['daemon'].pid}, log {state.servers['daemon'].log}")
+    print(f"  webserver   http://127.0.0.1:{state.webserver_port}  (pid {state.servers['webserver'].pid})")
+    for w in state.workers:
+        print(f"  worker {w.name}: {w.lanes} lane(s), queues {','.join(w.queues)}, pid {w.proc.pid if w.proc else '?'}"
+              f", log {w.proc.log if w.proc else '?'}")
+    print("`bench campaign ...` and `bench train ...` now run on the workers; "
+          "`bench cluster status` shows them, `bench cluster down` stops everything listed here.")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from bench_assets.platform.cluster.lifecycle import cluster_status
+
+    status = cluster_status(bench_home_path())
+    if args.json:
+        print(json.dumps(status, indent=1))
+        return 0
+    if not status["up"]:
+        print(f"no cluster is up under {status['home']} (`bench cluster up --workers N` starts one)")
+        return 0
+    print(f"cluster under {status['home']}/cluster, code {status['code_hash']}, {status['lanes']} lane(s), "
+          f"UI {status['webserver']}")
+    for s in status["servers"]:
+        print(f"  {s['name']:10s} pid {s['pid']:>7}  {'alive' if s['alive'] else 'DEAD'}")
+    for w in status["workers"]:
+        beat = "never" if w["heartbeat_age_s"] is None else f"{w['heartbeat_age_s']:.0f}s ago"
+        print(f"  worker {w['name']:6s} pid {w['pid']!s:>7}  {'alive' if w['alive'] else 'DEAD'}  queue {w['queue']}, "
+              f"{w['lanes']} lane(s), heartbeat {beat}, steps running {w['steps_running']}, done {w['steps_done']}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from bench_assets.platform.cluster.lifecycle import cluster_down
+
+    cluster_down(bench_home_path())
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from bench_assets.platform.cluster.lifecycle import run_worker
+    from bench_assets.platform.cluster.servers import ClusterError
+
+    try:
+        return run_worker(bench_home_path(), args.name, args.lanes)
+    except ClusterError as exc:
+        return fail(str(exc), 1)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    cl = sub.add_parser("cluster", help="scale out: PostgreSQL + Redis + daemon + Celery workers "
+                                        "(docs/scale-out.md)").add_subparsers(dest="cluster_command", required=True)
+    up = cl.add_parser("up", help="start the servers and N workers on this machine (loopback)")
+    up.add_argument("--workers", type=int, default=2)
+    up.add_argument("--lanes-per-worker", type=int, default=1)
+    for name in ("postgres", "redis", "webserver"):
+        up.add_argument(f"--{name}-port", type=int, default=0, help="default: a free port, printed")
+    up.set_defaults(fn=cmd_up)
+    st = cl.add_parser("status", help="servers and workers: pid, alive, queue, lanes, steps running/done")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(fn=cmd_status)
+    cl.add_parser("down", help="stop everything `bench cluster up` started").set_defaults(fn=cmd_down)
+    wk = cl.add_parser("worker", help="run this box's Celery worker (a GPU box of a real cluster)")
+    wk.add_argument("--name", required=True, help="the box's name: also its own queue")
+    wk.add_argument("--lanes", type=int, default=1, help="concurrent steps: BENCH_GPUS x BENCH_JOBS_PER_GPU")
+    wk.set_defaults(fn=cmd_worker)

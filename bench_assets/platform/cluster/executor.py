@@ -1,0 +1,28 @@
+"""The code location's executor while a cluster is up: dagster-celery on the cluster's Redis.
+
+Set on the `Definitions`, so runs launched from the UI (materializations, backfills) and runs the CLI submits
+to the cluster all send their steps to the workers. Only processes started for the cluster carry
+`BENCH_CLUSTER=1` (the daemon, the webserver, the code servers they start, the workers); everywhere else, and for
+`bench` verbs executing in-process, the location keeps Dagster's default executor and `dagster_celery` is never
+imported.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from bench_assets.platform.cluster.layout import CELERY_SETTINGS, load_state
+
+
+def cluster_executor(home: Path) -> Any | None:
+    if os.environ.get("BENCH_CLUSTER") != "1":
+        return None
+    state = load_state(home)
+    if state is None:
+        return None
+    from dagster_celery import celery_executor
+
+    return celery_executor.configured({"broker": state.broker_url, "backend": state.backend_url,
+                                       "config_source": CELERY_SETTINGS}, name="celery")

@@ -1,0 +1,108 @@
+"""The Celery app a cluster worker runs (`celery -A bench_assets.platform.cluster.worker_app worker ...`, started by
+`bench cluster worker`): dagster-celery's step task on the cluster's Redis, plus what makes a lost box visible.
+
+- A heartbeat: the worker's main process touches `workers/<name>/heartbeat` every HEARTBEAT_S seconds. Killing the
+  worker (or losing its box) stops it; the watchdog (`watchdog.py`, a sensor in the daemon) then fails the runs
+  whose steps that worker held, instead of letting them wait for a result that never comes.
+- In-flight records: each task writes `workers/<name>/tasks/<task id>.json` (run id, step keys, pid) when it starts
+  and moves it to `done/` when it ends, so the watchdog knows which runs a lost worker held.
+- Its task children die with the worker (PR_SET_PDEATHSIG), so a killed worker leaves no step running headless.
+
+Settings (`CELERY_SETTINGS`, shared with the executor): early acknowledgement (a task is never run twice; a lost
+one is failed by the watchdog and its partition resumes from last.pt on the next campaign), one task prefetched
+per process (a busy worker does not hoard queued steps another box could run), and results in Redis.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_assets.platform.cluster.layout import CELERY_SETTINGS, HEARTBEAT_S, load_state, worker_dir
+from bench_assets.platform.fsutil import atomic_write_text
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _home() -> Path:
+    home = os.environ.get("BENCH_HOME")
+    if not home:
+        raise RuntimeError("BENCH_HOME is not set: start workers with `bench cluster worker` (docs/scale-out.md)")
+    return Path(home)
+
+
+def _name() -> str:
+    return os.environ.get("BENCH_WORKER", "worker")
+
+
+def make_worker_app() -> Any:
+    from celery import signals
+    from dagster_celery.make_app import make_app
+    from dagster_celery.tasks import create_task
+
+    state = load_state(_home())
+    if state is None:
+        raise RuntimeError(f"no cluster under {_home()}: run `bench cluster up` first")
+    app = make_app({"broker": state.broker_url, "backend": state.backend_url, "config_source": CELERY_SETTINGS})
+    create_task(app)
+    signals.worker_ready.connect(_start_heartbeat, weak=False)
+    signals.worker_process_init.connect(_die_with_parent, weak=False)
+    signals.task_prerun.connect(_task_started, weak=False)
+    signals.task_postrun.connect(_task_ended, weak=False)
+    return app
+
+
+def _start_heartbeat(**_kw: Any) -> None:
+    path = worker_dir(_home(), _name()) / "heartbeat"
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def beat() -> None:
+        while True:
+            path.touch()
+            time.sleep(HEARTBEAT_S)
+
+    path.touch()
+    threading.Thread(target=beat, name="bench-heartbeat", daemon=True).start()
+
+
+def _die_with_parent(**_kw: Any) -> None:
+    """A task process is killed with its worker (Linux), as a lost box would take it."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _task_record(task_id: str) -> Path:
+    return worker_dir(_home(), _name()) / "tasks" / f"{task_id}.json"
+
+
+def _task_started(task_id: str | None = None, args: Any = None, **_kw: Any) -> None:
+    packed = (args or [None])[0]
+    run_id = step_keys = None
+    if isinstance(packed, dict):  # dagster's packed ExecuteStepArgs: a plain dict of its fields
+        run_id = packed.get("run_id") or packed.get("pipeline_run_id")
+        step_keys = packed.get("step_keys_to_execute")
+    record = {"task_id": task_id, "run_id": run_id, "step_keys": step_keys, "pid": os.getpid(),
+              "worker": _name(), "started": time.time()}
+    path = _task_record(task_id or "unknown")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(record))
+
+
+def _task_ended(task_id: str | None = None, **_kw: Any) -> None:
+    """The record moves to done/ (what `bench cluster status` counts as steps done)."""
+    src = _task_record(task_id or "unknown")
+    dst = src.parent.parent / "done" / src.name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.exists():
+        src.replace(dst)
+
+
+app = make_worker_app()
