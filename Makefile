@@ -13,6 +13,7 @@ demo: setup
 	$(VENV)/bin/bench demo
 
 test: setup
+	@scripts/system_deps.sh  # Chromium (browser test), Redis and PostgreSQL (cluster test): Debian packages
 	$(VENV)/bin/lint-imports  # the architecture contract (pyproject.toml [tool.importlinter], docs/architecture.md)
 	$(VENV)/bin/python -m pytest -q
 

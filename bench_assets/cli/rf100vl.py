@@ -271,19 +271,55 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return _campaign(args, campaign_job)
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    """Per model: done / running / queued / failed / missing partitions of its suite, and an ETA."""
-    from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.progress import campaign_progress, format_progress
+def _lanes_here(home: Path) -> int:
+    """The lanes campaigns run on: the cluster's while one is up, else this machine's."""
+    from bench_assets.platform.cluster.layout import load_state
     from resources.lanes import lanes_from_env
 
+    state = load_state(home)
+    return state.total_lanes if state is not None else len(lanes_from_env())
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Per model: done / running / queued / failed / missing partitions of its suite, and an ETA (the lane
+    planner's makespan of what is left: cost_model.py, lane_plan.py)."""
+    from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.progress import campaign_progress, format_progress, remaining_eta
+
     home = bench_home_path()
+    lanes = _lanes_here(home)
     progress = campaign_progress(home, open_instance(home), [args.model] if args.model else None)
+    etas = {p.model: remaining_eta(home, p, lanes) for p in progress}
     if args.json:
         print(json.dumps([{"model": p.model, "suite": p.suite, "states": p.states,
-                           "eta_seconds": p.eta_seconds(len(lanes_from_env()))} for p in progress], indent=1))
+                           "eta_seconds": etas[p.model][0], "eta_source": etas[p.model][1]} for p in progress],
+                         indent=1))
     else:
-        print(format_progress(progress, len(lanes_from_env())))
+        print(format_progress(progress, lanes, etas))
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Predicted makespan and finish time of a model's campaign on N GPUs (or CPU lanes), longest first, for
+    1-4 jobs per GPU, with a suggestion."""
+    from bench_assets.rf100vl.catalog import suite_members
+    from bench_assets.rf100vl.evaluation import current_score
+    from bench_assets.rf100vl.models import model_recipe
+    from bench_assets.rf100vl.plan import plan_campaign
+
+    home = bench_home_path()
+    try:
+        names = suite_members(args.suite) if args.suite else [d for d in (args.datasets or "").split(",") if d]
+        _, recipe = model_recipe(home, args.model, args.recipe or "")
+    except (ValueError, KeyError) as exc:
+        return fail(str(exc), 2)
+    if not names:
+        return fail("pass --suite S or --datasets A,B", 2)
+    todo = names if args.all else [n for n in names if current_score(home, args.model, n) is None]
+    plan = plan_campaign(home, args.model, todo, epochs=recipe.recipe.protocol.epochs, gpus=args.gpus,
+                         jobs_per_gpu=args.jobs_per_gpu, cpu_lanes=args.cpu_lanes, sharing_cost=args.sharing_cost)
+    plan["datasets_total"], plan["datasets_done"] = len(names), len(names) - len(todo)
+    print(json.dumps(plan, indent=1) if args.json else plan["text"])
     return 0
 
 

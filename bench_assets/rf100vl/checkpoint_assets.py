@@ -26,6 +26,7 @@ from bench_assets.rf100vl.training import (
     current_run,
     read_result,
     train_partition,
+    worker_name,
 )
 from bench_assets.rf100vl.verify import ANNOTATIONS_FILE
 from resources.bench_home import BenchHome
@@ -98,8 +99,9 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointConfig, home
     if config.fault_sleep_per_step_s:
         fault["sleep_per_step_s"] = config.fault_sleep_per_step_s
 
+    context.instance.add_run_tags(context.run.run_id, {"bench/worker": worker_name()})  # which box trained it
     with lanes.lease(holder=f"{context.run.run_id}:{context.partition_key}") as lane:
-        context.log.info(f"lane {lane.index}: device {lane.device}, CUDA_VISIBLE_DEVICES="
+        context.log.info(f"worker {worker_name()}, lane {lane.index}: device {lane.device}, CUDA_VISIBLE_DEVICES="
                          f"{lane.cuda_visible_devices!r}, {lane.threads} thread(s)")
         req = TrainRequest(model=model, recipe=recipe, dataset=record, runs_dir=home.path / "runs",
                            device=lane.device, timeout_s=config.timeout_minutes * 60, force=config.force,

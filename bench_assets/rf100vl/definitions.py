@@ -12,7 +12,12 @@ from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.jobs import JOBS
 from bench_assets.rf100vl.prediction_assets import predicted_classes_exist, predictions
 from bench_assets.rf100vl.report_page import MARTS, render_page
-from bench_assets.rf100vl.schedules import rescore_on_scoring_change, rf100vl_backfill, rf100vl_dataset_backfill
+from bench_assets.rf100vl.schedules import (
+    rescore_on_scoring_change,
+    rf100vl_backfill,
+    rf100vl_dataset_backfill,
+    rf100vl_queue_priority,
+)
 from bench_assets.rf100vl.score_assets import scores
 from bench_assets.rf100vl.sensors import inbox_sensor
 from bench_assets.rf100vl.submission_assets import submission
@@ -24,7 +29,7 @@ defs = dg.Definitions(
     assets=[catalog, dataset, checkpoint, predictions, scores, submission],
     asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, predicted_classes_exist],
     jobs=list(JOBS),
-    sensors=[inbox_sensor, rescore_on_scoring_change],
+    sensors=[inbox_sensor, rescore_on_scoring_change, rf100vl_queue_priority],
     schedules=[rf100vl_backfill, rf100vl_dataset_backfill],
     resources={"lanes": GpuLanes()},
 )

@@ -7,6 +7,7 @@ Used by `bench status` and by the backfill schedule, which requests the missing 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -90,13 +91,37 @@ def campaign_progress(home: Path, instance: Any | None, models: list[str] | None
     return out
 
 
-def format_progress(progress: list[ModelProgress], lanes: int) -> str:
+def remaining_eta(home: Path, progress: ModelProgress, lanes: int) -> tuple[float, str]:
+    """(seconds until every partition not yet done is, its cost source): the lane planner's longest-first makespan
+    of the remaining partitions over `lanes` with the cost model (measured per-image epoch costs, else the
+    documented model). Partitions running now count in full (a conservative estimate)."""
+    from bench_assets.rf100vl.cost_model import cost_model, durations, partition_images
+    from bench_assets.rf100vl.lane_plan import longest_first
+    from bench_assets.rf100vl.models import model_recipe
+    from bench_assets.rf100vl.recipes import PROTOCOL, RecipeError
+
+    todo = [d for d, s in progress.states.items() if s != "done"]
+    if not todo:
+        return 0.0, "finished"
+    try:
+        epochs = model_recipe(home, progress.model)[1].recipe.protocol.epochs
+    except (RecipeError, ValueError, OSError):  # no recipe for this family: the protocol's epochs
+        epochs = PROTOCOL["epochs"]
+    device = "gpu" if os.environ.get("BENCH_GPUS") else "cpu"
+    model = cost_model(home, progress.model, epochs, device)
+    return longest_first(durations(partition_images(home, todo), model), max(1, lanes)).makespan, model.source
+
+
+def format_progress(progress: list[ModelProgress], lanes: int,
+                    etas: dict[str, tuple[float, str]] | None = None) -> str:
     if not progress:
         return "no model registered yet: `bench campaign --model M --suite S`"
     lines = [f"{'model':16s} {'suite':18s} " + " ".join(f"{s:>7s}" for s in STATES) + "   ETA"]
     for p in progress:
-        eta = p.eta_seconds(lanes)
+        eta = etas[p.model][0] if etas and p.model in etas else p.eta_seconds(lanes)
         eta_text = "-" if eta is None else ("finished" if eta == 0 else f"{eta / 3600:.1f} h on {lanes} lane(s)")
+        if etas and p.model in etas and eta:
+            eta_text += f" ({etas[p.model][1]})"
         lines.append(f"{p.model:16s} {p.suite:18s} " + " ".join(f"{p.count(s):7d}" for s in STATES) + f"   {eta_text}")
         failed = sorted(d for d, s in p.states.items() if s == "failed")
         if failed:

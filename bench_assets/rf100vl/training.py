@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -133,10 +135,16 @@ def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: R
         "started": started, "finished": _now(),
         "best_checkpoint": str(best), "best_checkpoint_sha256": sha256_of(best),
         "last_checkpoint": result.last_checkpoint,
+        "worker": worker_name(),
         "device": {"lane": req.lane, "device": req.device, "peak_vram_allocated_mb": result.peak_vram_allocated_mb,
                    "peak_vram_reserved_mb": result.peak_vram_reserved_mb,
                    "cuda_graph_captured": result.cuda_graph_captured},
     }
+
+
+def worker_name() -> str:
+    """Which box trained: the cluster worker's name (BENCH_WORKER), else this machine's host name."""
+    return os.environ.get("BENCH_WORKER") or socket.gethostname()
 
 
 def _version(pkg: str) -> str | None:

@@ -54,7 +54,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "physical_batch": "BIGINT", "effective_batch": "BIGINT", "accumulation": "BIGINT", "imgsz": "BIGINT",
         "amp": "BOOLEAN", "wall_seconds": "DOUBLE", "resumed": "BOOLEAN", "train_images": "BIGINT",
         "max_annotations_per_image": "BIGINT", "best_checkpoint": "VARCHAR", "best_checkpoint_sha256": "VARCHAR",
-        "started": "VARCHAR", "finished": "VARCHAR", "run_dir": "VARCHAR",
+        "started": "VARCHAR", "finished": "VARCHAR", "run_dir": "VARCHAR", "worker": "VARCHAR",
     },
     "epochs": {
         "model": "VARCHAR", "dataset": "VARCHAR", "run_signature": "VARCHAR", "epoch": "BIGINT",
@@ -198,6 +198,7 @@ def _run_rows(home: Path) -> pd.DataFrame:
             "max_annotations_per_image": st["data"]["max_annotations_per_image"],
             "best_checkpoint": st["best_checkpoint"], "best_checkpoint_sha256": st["best_checkpoint_sha256"],
             "started": st["started"], "finished": st["finished"], "run_dir": str(run_dir),
+            "worker": st.get("worker"),  # runs trained before the cluster existed have none
         })
     return pd.DataFrame(rows)
 

@@ -15,6 +15,7 @@ from bench_assets.rf100vl.schedules import (
     rescore_on_scoring_change,
     rf100vl_backfill,
     rf100vl_dataset_backfill,
+    rf100vl_queue_priority,
 )
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
@@ -121,3 +122,32 @@ def test_bench_status_prints_progress_and_eta(campaign, instance: dg.DagsterInst
     res = run_bench("status", "--json", "--model", "syna-t", home=home)
     rows = json.loads(res.stdout)
     assert [r["model"] for r in rows] == ["syna-t"] and rows[0]["states"][names[0]] == "failed"
+
+
+def test_queued_ui_runs_get_the_longest_first_priority(campaign, instance: dg.DagsterInstance) -> None:
+    """A backfill launched from the UI queues runs without `dagster/priority`; the sensor gives each the dataset's
+    training images (what `bench campaign` sets), and leaves runs that have one, or no (dataset, model) key."""
+    from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    from bench_assets.rf100vl.store import load_record
+
+    home, names = campaign
+    origin = RemoteJobOrigin(RemoteRepositoryOrigin(InProcessCodeLocationOrigin(
+        LoadableTargetOrigin(python_file="definitions.py")), "__repository__"), "__ASSET_JOB")  # queued runs need one
+
+    def queued(job: str, tags: dict[str, str]) -> dg.DagsterRun:
+        run = dg.DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.QUEUED, tags=tags,
+                            remote_job_origin=origin)
+        instance.add_run(run)
+        return run
+
+    ids = {name: queued("__ASSET_JOB", {"dagster/partition": f"{name}|syna-t"}).run_id for name in names[:3]}
+    keep = queued("__ASSET_JOB", {"dagster/partition": f"{names[3]}|syna-t", "dagster/priority": "7"})
+    other = queued("rf100vl_dataset_job", {"dagster/partition": names[4]})
+    rf100vl_queue_priority(dg.build_sensor_context(instance=instance))
+    for name, run_id in ids.items():
+        images = load_record(home / "datasets", name).manifest["splits"]["train"]["images"]
+        assert instance.get_run_by_id(run_id).tags["dagster/priority"] == str(images)
+    assert instance.get_run_by_id(keep.run_id).tags["dagster/priority"] == "7"
+    assert "dagster/priority" not in instance.get_run_by_id(other.run_id).tags

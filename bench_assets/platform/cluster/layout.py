@@ -40,6 +40,7 @@ CODE_DIRS = ("bench_assets", "resources")
 CELERY_SETTINGS: dict[str, Any] = {
     "task_acks_late": False,
     "worker_prefetch_multiplier": 1,
+    "worker_disable_prefetch": True,
     "broker_connection_retry_on_startup": True,
     "result_expires": 7 * 24 * 3600,
     "worker_hijack_root_logger": False,

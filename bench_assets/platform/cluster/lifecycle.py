@@ -132,7 +132,8 @@ def run_worker(home: Path, name: str, lanes: int) -> int:
     worker_dir(home, name).mkdir(parents=True, exist_ok=True)
     env = worker_env(state, Worker(name=name, lanes=lanes, queues=worker_queues(name)))
     argv = [servers.dagster_bin("celery"), "-A", "bench_assets.platform.cluster.worker_app", "worker",
-            "-Q", ",".join(worker_queues(name)), "-c", str(lanes), "-n", f"{name}@%h", "--prefetch-multiplier", "1",
+            "-Q", ",".join(worker_queues(name)), "-c", str(lanes), "-n", f"{name}@%h",
+            "--prefetch-multiplier", "1", "--disable-prefetch",
             "-P", "prefork", "--without-gossip", "--without-mingle", "-l", "INFO"]
     sys.stdout.flush()
     os.execve(argv[0], argv, env)

@@ -4,10 +4,12 @@ With dagster-celery a run's process waits for each step's Celery result. If the 
 with its box (kill -9 of the worker's process group), no result ever comes: by default the run would wait
 forever (tasks are acknowledged early, so Celery never redelivers them, which also means a step is never run
 twice). The watchdog closes that gap: every worker touches a heartbeat file and records the tasks it runs
-(`worker_app.py`); a worker whose heartbeat is older than LOST_AFTER_S is lost, and every unfinished run it held
-a task of is terminated (its run process is interrupted, revokes its tasks and ends CANCELED) with the reason in
-the run's event log. Its pool slots are freed by the instance (`free_slots_after_run_end_seconds`). The next
-`bench campaign` resumes the partition from its `last.pt`.
+(`worker_app.py`); a worker whose heartbeat is older than LOST_AFTER_S is lost, and each task it held is marked
+failed in Celery's result backend (with the reason, also written to the run's event log), so the run waiting for
+it fails like any failed step and its process ends. (Terminating the run instead leaves its process waiting: the
+executor revokes its tasks, then waits for a revoked state that only a live worker writes.) Its pool slots are
+freed by the instance (`free_slots_after_run_end_seconds`). The next `bench campaign` resumes the partition from
+its `last.pt`.
 
 Bound: LOST_AFTER_S (30 s) + the sensor's interval (15 s) after the box stops.
 """
@@ -72,23 +74,39 @@ def retire(home: Path, task: LostTask) -> None:
 
 
 def fail_lost_runs(instance: Any, home: Path, state: ClusterState, log: Any = None) -> list[str]:
-    """Terminate every unfinished run a lost worker held; return their run ids."""
+    """Fail every lost task in the Celery result backend, so the run waiting for it gets an answer: the executor
+    reads a failure, fails the run with the reason, and the run's process ends normally (a revoke or a terminate
+    would leave it waiting for a result no dead worker will write). Returns the affected run ids."""
     ended = []
+    backend = None
     for task in lost_tasks(home, state):
         run = instance.get_run_by_id(task.run_id)
         if run is not None and not run.is_finished:
             age = "never" if task.heartbeat_age_s is None else f"{task.heartbeat_age_s:.0f} s ago"
             reason = (f"worker {task.worker} is lost (last heartbeat {age}) while running step(s) "
-                      f"{', '.join(task.step_keys) or '?'}: terminating the run so the campaign does not wait for it; "
+                      f"{', '.join(task.step_keys) or '?'}: failing the step so the campaign does not wait for it; "
                       "the next `bench campaign` resumes the partition from its last checkpoint")
             instance.report_engine_event(reason, run)
             if log is not None:
                 log.warning(f"run {task.run_id}: {reason}")
-            if not instance.run_launcher.terminate(task.run_id):
-                instance.report_run_failed(run, reason)
+            backend = backend or _result_backend(state)
+            backend.mark_as_failure(task.task_id, WorkerLost(reason))
             ended.append(task.run_id)
         retire(home, task)
     return ended
+
+
+class WorkerLost(Exception):
+    """The exception a lost task's result carries (the run's failure names the worker and the step)."""
+
+
+def _result_backend(state: ClusterState) -> Any:
+    from celery import Celery
+
+    from bench_assets.platform.cluster.layout import CELERY_SETTINGS
+
+    return Celery("dagster", broker=state.broker_url, backend=state.backend_url,
+                  config_source=CELERY_SETTINGS).backend
 
 
 def watchdog_sensor() -> Any:
@@ -97,7 +115,7 @@ def watchdog_sensor() -> Any:
     from resources.paths import bench_home_path
 
     @dg.sensor(name="cluster_watchdog", minimum_interval_seconds=15, default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Fails runs whose steps a lost cluster worker held (heartbeat older than "
+               description="Fails the steps a lost cluster worker held (heartbeat older than "
                            f"{LOST_AFTER_S:.0f} s), so a campaign never hangs on a dead box (docs/scale-out.md).")
     def cluster_watchdog(context: dg.SensorEvaluationContext) -> dg.SkipReason:
         home = Path(bench_home_path())
@@ -106,7 +124,7 @@ def watchdog_sensor() -> Any:
             return dg.SkipReason("no cluster is up")
         ended = fail_lost_runs(context.instance, home, state, context.log)
         lost = lost_workers(home, state)
-        return dg.SkipReason(f"{len(lost)} lost worker(s) {sorted(lost)}; terminated {len(ended)} run(s)"
+        return dg.SkipReason(f"{len(lost)} lost worker(s) {sorted(lost)}; failed the steps of {len(ended)} run(s)"
                              if lost else f"all {len(state.workers)} worker(s) alive at {time.strftime('%H:%M:%S')}")
 
     return cluster_watchdog

@@ -9,8 +9,10 @@
 - Its task children die with the worker (PR_SET_PDEATHSIG), so a killed worker leaves no step running headless.
 
 Settings (`CELERY_SETTINGS`, shared with the executor): early acknowledgement (a task is never run twice; a lost
-one is failed by the watchdog and its partition resumes from last.pt on the next campaign), one task prefetched
-per process (a busy worker does not hoard queued steps another box could run), and results in Redis.
+one is failed by the watchdog and its partition resumes from last.pt on the next campaign), and no prefetch
+(`worker_disable_prefetch`: a worker takes a message only when a process is free, so a busy worker neither hoards
+queued steps another box could run nor, when it dies, strands a reserved message until Redis's visibility timeout
+of an hour returns it), and results in Redis.
 """
 
 from __future__ import annotations
@@ -83,17 +85,26 @@ def _task_record(task_id: str) -> Path:
     return worker_dir(_home(), _name()) / "tasks" / f"{task_id}.json"
 
 
-def _task_started(task_id: str | None = None, args: Any = None, **_kw: Any) -> None:
-    packed = (args or [None])[0]
-    run_id = step_keys = None
-    if isinstance(packed, dict):  # dagster's packed ExecuteStepArgs: a plain dict of its fields
-        run_id = packed.get("run_id") or packed.get("pipeline_run_id")
-        step_keys = packed.get("step_keys_to_execute")
+def _task_started(task_id: str | None = None, args: Any = None, kwargs: Any = None, **_kw: Any) -> None:
+    packed = (kwargs or {}).get("execute_step_args_packed") or ((args or [None])[0])
+    run_id, step_keys = _step_of(packed)
     record = {"task_id": task_id, "run_id": run_id, "step_keys": step_keys, "pid": os.getpid(),
               "worker": _name(), "started": time.time()}
     path = _task_record(task_id or "unknown")
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record))
+
+
+def _step_of(packed: Any) -> tuple[str | None, list[str] | None]:
+    """(run id, step keys) of a dagster-celery task from its packed ExecuteStepArgs (passed as a keyword)."""
+    try:
+        from dagster._grpc.types import ExecuteStepArgs
+        from dagster._serdes import unpack_value
+
+        step = unpack_value(packed, as_type=ExecuteStepArgs)
+        return step.run_id, list(step.step_keys_to_execute or [])
+    except Exception:  # noqa: BLE001 - a task that is not a dagster step: recorded without a run
+        return None, None
 
 
 def _task_ended(task_id: str | None = None, **_kw: Any) -> None:

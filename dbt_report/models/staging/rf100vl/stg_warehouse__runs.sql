@@ -24,5 +24,6 @@ select
     train_images,
     cast(started as timestamp) as started_at,
     cast(finished as timestamp) as finished_at,
-    run_dir
+    run_dir,
+    worker
 from {{ source('warehouse', 'runs') }}
