@@ -202,7 +202,7 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
     from bench_assets.cli.location import load_for_runs
     from bench_assets.platform.cluster.layout import load_state
     from bench_assets.platform.cluster.servers import ClusterError, require_servers
-    from bench_assets.platform.cluster.submit import submit, wait
+    from bench_assets.platform.cluster_submit import submit, wait
     from bench_assets.platform.instance import open_instance
     from bench_assets.platform.run_pool import run_all
     from bench_assets.rf100vl.campaign import longest_first, pool_runs
