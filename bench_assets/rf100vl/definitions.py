@@ -16,7 +16,6 @@ from bench_assets.rf100vl.schedules import (
     rescore_on_scoring_change,
     rf100vl_backfill,
     rf100vl_dataset_backfill,
-    rf100vl_queue_priority,
 )
 from bench_assets.rf100vl.score_assets import scores
 from bench_assets.rf100vl.sensors import inbox_sensor
@@ -29,7 +28,7 @@ defs = dg.Definitions(
     assets=[catalog, dataset, checkpoint, predictions, scores, submission],
     asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, predicted_classes_exist],
     jobs=list(JOBS),
-    sensors=[inbox_sensor, rescore_on_scoring_change, rf100vl_queue_priority],
+    sensors=[inbox_sensor, rescore_on_scoring_change],
     schedules=[rf100vl_backfill, rf100vl_dataset_backfill],
     resources={"lanes": GpuLanes()},
 )

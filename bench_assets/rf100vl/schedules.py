@@ -101,38 +101,3 @@ def rescore_on_scoring_change(context: dg.SensorEvaluationContext):  # noqa: ANN
     return [dg.RunRequest(run_key=f"rescore:{ds}|{model}:{code}",
                           partition_key=dg.MultiPartitionKey({"dataset": ds, "model": model}))
             for ds, model in stale]
-
-
-PRIORITY_TAG = "dagster/priority"
-
-
-def queue_priorities(queued: list[tuple[str, dict[str, str]]], images_of) -> dict[str, str]:  # noqa: ANN001
-    """{run id: priority} for queued (run id, tags) of a (dataset, model) partition that carry no priority yet:
-    the dataset's training images, as `bench campaign` sets it, so the daemon's queue starts the longest first."""
-    out = {}
-    for run_id, tags in queued:
-        key = tags.get("dagster/partition", "")
-        if PRIORITY_TAG in tags or key.count("|") != 1:
-            continue
-        images = images_of(key.split("|")[0])
-        if images is not None:
-            out[run_id] = str(images)
-    return out
-
-
-def _train_images(name: str) -> int | None:
-    rec = load_record(bench_home_path() / "datasets", name)
-    return int(rec.manifest["splits"]["train"]["images"]) if rec is not None else None
-
-
-@dg.sensor(name="rf100vl_queue_priority", minimum_interval_seconds=5, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Gives queued (dataset, model) runs without a priority (a backfill launched from the UI) the "
-                       "dataset's training images as dagster/priority, so the run queue starts the longest first, "
-                       "as `bench campaign` does.")
-def rf100vl_queue_priority(context: dg.SensorEvaluationContext):  # noqa: ANN201
-    records = context.instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED]), limit=5000)
-    tagged = queue_priorities([(r.dagster_run.run_id, dict(r.dagster_run.tags)) for r in records], _train_images)
-    for run_id, priority in tagged.items():
-        context.instance.add_run_tags(run_id, {PRIORITY_TAG: priority})
-    return dg.SkipReason(f"gave {len(tagged)} queued run(s) their longest-first priority" if tagged
-                         else f"{len(records)} queued run(s), none without a priority")

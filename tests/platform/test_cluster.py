@@ -7,13 +7,16 @@ Needs Debian's `redis-server` and `postgresql` (scripts/system_deps.sh installs 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +28,7 @@ pytestmark = pytest.mark.slow
 ONE_BOX = {"mini-dense": 0.7110682497387923, "mini-large": 0.6643807207075387, "mini-shapes": 0.638042056306471,
            "mini-tiny": 0.36776009701810514}
 WATCHDOG_BOUND_S = 120  # heartbeat staleness 30 s + sensor interval 15 s + run termination, with slack
+LOST: dict[str, str] = {}  # the partition the lost-worker test leaves half-trained, for the two tests after it
 
 
 def _bench(home: Path, *args: str, timeout: float = 900):  # noqa: ANN202
@@ -119,12 +123,67 @@ def test_campaign_spreads_over_workers_with_one_box_scores_and_survives_a_lost_w
     assert took < 900
     ended = _run_end_time(cluster, victim) - _kill_wallclock(killed_at)
     assert ended < WATCHDOG_BOUND_S, f"the lost worker's run ended {ended:.0f} s after the kill"
-    # The rerun (box2 alone) resumes the lost partition from its last.pt; every score equals the one-box run's.
+    assert not list((cluster / "runs" / "yolo9-t" / partition.split("|")[0]).glob("*/stats.json"))
+    LOST["partition"] = partition  # the next two tests finish it: a UI backfill, then the CLI campaign
+
+
+def test_ui_backfill_resumes_the_lost_partition_longest_first_on_the_lanes(cluster: Path) -> None:
+    """A backfill of rf100vl/checkpoint launched in the cluster's UI (All datasets x All models, "Launch backfill"):
+    it finishes; the lost partition resumes from its last.pt with per-epoch progress and ETA in its run log (seen
+    on the run's page), the three finished ones are reused, the queue starts them longest first (the run
+    coordinator's priority = train images), and box2's single lane never runs two training steps at once."""
+    assert LOST, "runs after the lost-worker test, which leaves one partition half-trained"
+    state = json.loads((cluster / "cluster" / "state.json").read_text())
+    url = f"http://127.0.0.1:{state['webserver_port']}"
+    lost_ds = LOST["partition"].split("|")[0]
+    with _browser_page(url) as page:
+        page.goto("/assets/rf100vl/checkpoint")
+        page.get_by_role("button", name="Materialize…").first.click()
+        dialog = page.get_by_role("dialog")
+        _select_all_partitions(dialog, expect_text="4 partitions")
+        before = {b["id"] for b in _backfills(url)}
+        dialog.get_by_role("button", name="Launch backfill").click()
+        backfill = _wait_for_new_backfill(url, before, timeout_s=60)
+        final = _wait_for_backfill(url, backfill, timeout_s=900)
+        assert final == "COMPLETED_SUCCESS", final
+        page.goto(f"/runs/b/{backfill}")
+        _expect(page.get_by_text("Succeeded", exact=True).first).to_be_visible()
+        _expect(page.get_by_text("100% completed")).to_be_visible()
+
+        runs = _backfill_runs(cluster, backfill)
+        assert sorted(runs) == sorted(ONE_BOX), runs  # one run per dataset partition, each succeeded
+        assert all(r["status"] == "SUCCESS" and r["worker"] == "box2" for r in runs.values()), runs
+        page.goto(f"/runs/{runs[lost_ds]['run_id']}")  # the resumed run's log, as a person reads it
+        page.get_by_placeholder(re.compile("Filter")).first.fill("eta=")
+        _expect(page.get_by_text(re.compile(r"epoch \d+/\d+ .* eta=")).first).to_be_visible()
+
+    images = {ds: int(r["priority"]) for ds, r in runs.items()}
+    assert images == _train_images(cluster)  # what `bench campaign` sets, given by the run coordinator
+    # Longest first, where the queue had the choice: of two runs both queued before either was launched, the
+    # one with more training images launched first. (Dagster's backfill daemon submits a backfill's runs one by
+    # one, so the queue may launch the first before the rest are queued; such pairs prove nothing.)
+    pairs = [(a, b) for a in runs for b in runs
+             if images[a] > images[b] and max(runs[a]["queued_at"], runs[b]["queued_at"])
+             < min(runs[a]["starting_at"], runs[b]["starting_at"])]
+    assert pairs, {ds: (r["queued_at"], r["starting_at"]) for ds, r in runs.items()}
+    assert all(runs[a]["starting_at"] < runs[b]["starting_at"] for a, b in pairs), (pairs, runs)
+    logs = {ds: _run_log(cluster, r["run_id"]) for ds, r in runs.items()}
+    assert "resuming at epoch" in logs[lost_ds] and "eta=" in logs[lost_ds], logs[lost_ds][-3000:]
+    for ds in set(runs) - {lost_ds}:
+        assert "found; skipping" in logs[ds], logs[ds][-3000:]  # reused, not retrained
+    spans = sorted(r["checkpoint_span"] for r in runs.values())  # one lane: one training step at a time
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
+
+
+def test_rerun_completes_the_campaign_with_one_box_scores(cluster: Path) -> None:
+    """The CLI campaign after the lost worker and the UI backfill: it predicts and scores the resumed partition;
+    every score equals the one-box run's, to full precision."""
+    assert LOST, "runs after the lost-worker test"
     second = _bench(cluster, "campaign", "--model", "yolo9-t", "--suite", "mini", "--recipe", "smoke")
     assert second.returncode == 0, second.stdout + second.stderr
     stats = [json.loads(p.read_text()) for p in (cluster / "runs" / "yolo9-t").glob("*/*/stats.json")]
     by_ds = {s["dataset"]: s for s in stats}
-    lost = by_ds[partition.split("|")[0]]
+    lost = by_ds[LOST["partition"].split("|")[0]]
     assert lost["resumed"] is True and lost["worker"] == "box2", lost  # box1 held it when it died
     assert {s["worker"] for s in stats} <= {"box1", "box2"}
     assert _scores(cluster) == ONE_BOX
@@ -189,3 +248,117 @@ def test_campaign_refuses_when_redis_is_down_and_submits_nothing(cluster: Path) 
     out = _bench(cluster, "campaign", "--model", "yolo9-t", "--suite", "mini", "--recipe", "smoke", timeout=120)
     assert out.returncode == 1 and "Redis" in out.stderr and "bench cluster" in out.stderr, out.stderr
     assert "submitted" not in out.stdout
+
+
+# --- the UI backfill's helpers ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _browser_page(url: str) -> Iterator[Any]:
+    """A Chromium page on the cluster's webserver (Debian's browser, as in tests/report/test_ui_browser.py)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.report.test_ui_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1600, "height": 1000}, base_url=url)
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+            page.add_locator_handler(page.get_by_role("button", name="Skip"), lambda b: b.click())  # the nux
+            yield page
+            browser.close()
+    finally:
+        expect.set_options(timeout=5_000)
+
+
+def _select_all_partitions(dialog: Any, expect_text: str, timeout_s: float = 60) -> None:
+    """Click each dimension's "All" in the launch dialog until it counts `expect_text` (a click before the
+    dialog has loaded the partitions selects nothing)."""
+    buttons = dialog.get_by_role("button", name="All", exact=True)
+    deadline = time.monotonic() + timeout_s
+    while expect_text not in dialog.inner_text():
+        assert time.monotonic() < deadline, dialog.inner_text()
+        for i in range(buttons.count()):  # dataset, then model
+            buttons.nth(i).click()
+        time.sleep(1)
+
+
+def _expect(locator: Any) -> Any:
+    from playwright.sync_api import expect
+
+    return expect(locator)
+
+
+@contextlib.contextmanager
+def _instance(home: Path) -> Iterator[Any]:
+    import dagster as dg
+
+    os.environ["DAGSTER_HOME"] = str(home / "cluster" / "dagster")
+    with dg.DagsterInstance.get() as inst:
+        yield inst
+
+
+def _backfills(url: str) -> list[dict[str, str]]:
+    import urllib.request
+
+    query = "{ partitionBackfillsOrError(limit: 20) { ... on PartitionBackfills { results { id status } } } }"
+    req = urllib.request.Request(f"{url}/graphql", data=json.dumps({"query": query}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())["data"]["partitionBackfillsOrError"]["results"]
+
+
+def _wait_for_new_backfill(url: str, before: set[str], timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        new = [b["id"] for b in _backfills(url) if b["id"] not in before]
+        if new:
+            return new[0]
+        time.sleep(0.5)
+    raise AssertionError(f"the UI launched no backfill within {timeout_s:.0f} s")
+
+
+def _wait_for_backfill(url: str, backfill: str, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    status = "?"
+    while time.monotonic() < deadline:
+        status = next(b["status"] for b in _backfills(url) if b["id"] == backfill)
+        if status not in ("REQUESTED", "CANCELING", "FAILING"):
+            return status
+        time.sleep(2)
+    raise AssertionError(f"backfill {backfill} still {status} after {timeout_s:.0f} s")
+
+
+def _backfill_runs(home: Path, backfill: str) -> dict[str, dict[str, Any]]:
+    """{dataset: run id, status, worker, priority, when it was queued and launched, its training step's span}."""
+    import dagster as dg
+
+    out = {}
+    with _instance(home) as inst:
+        for run in inst.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill})):
+            events = [e for e in inst.all_logs(run.run_id) if e.dagster_event is not None]
+            queued = [e.timestamp for e in events if e.dagster_event.event_type == dg.DagsterEventType.RUN_ENQUEUED]
+            starting = [e.timestamp for e in events if e.dagster_event.event_type == dg.DagsterEventType.RUN_STARTING]
+            step = (dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS)
+            train = [e.timestamp for e in events
+                     if e.dagster_event.step_key == "rf100vl__checkpoint" and e.dagster_event.event_type in step]
+            out[run.tags["dagster/partition"].split("|")[0]] = {
+                "run_id": run.run_id, "status": run.status.value, "worker": run.tags.get("bench/worker"),
+                "priority": run.tags.get("dagster/priority"), "queued_at": min(queued, default=float("inf")),
+                "starting_at": min(starting, default=float("inf")),
+                "checkpoint_span": (min(train, default=0.0), max(train, default=0.0))}
+    return out
+
+
+def _run_log(home: Path, run_id: str) -> str:
+    with _instance(home) as inst:
+        return "\n".join(e.user_message or "" for e in inst.all_logs(run_id))
+
+
+def _train_images(home: Path) -> dict[str, int]:
+    from bench_assets.rf100vl.store import load_record
+
+    return {ds: int(load_record(home / "datasets", ds).manifest["splits"]["train"]["images"]) for ds in ONE_BOX}

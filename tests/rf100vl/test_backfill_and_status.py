@@ -15,7 +15,6 @@ from bench_assets.rf100vl.schedules import (
     rescore_on_scoring_change,
     rf100vl_backfill,
     rf100vl_dataset_backfill,
-    rf100vl_queue_priority,
 )
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
@@ -124,30 +123,38 @@ def test_bench_status_prints_progress_and_eta(campaign, instance: dg.DagsterInst
     assert [r["model"] for r in rows] == ["syna-t"] and rows[0]["states"][names[0]] == "failed"
 
 
-def test_queued_ui_runs_get_the_longest_first_priority(campaign, instance: dg.DagsterInstance) -> None:
-    """A backfill launched from the UI queues runs without `dagster/priority`; the sensor gives each the dataset's
-    training images (what `bench campaign` sets), and leaves runs that have one, or no (dataset, model) key."""
+def test_runs_queued_without_a_priority_get_the_longest_first_one(campaign, instance: dg.DagsterInstance) -> None:
+    """A backfill launched from the UI queues runs without `dagster/priority`; the product's run coordinator gives
+    each (dataset, model) run its dataset's training images (what `bench campaign` sets) as it is queued, before
+    the daemon can dequeue it, and leaves runs that have a priority or no (dataset, model) key."""
     from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
+    from dagster._core.run_coordinator import SubmitRunContext
     from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
+    from bench_assets.rf100vl.run_queue import LongestFirstRunCoordinator
     from bench_assets.rf100vl.store import load_record
 
     home, names = campaign
+    assert isinstance(instance.run_coordinator, LongestFirstRunCoordinator)  # what the home's dagster.yaml names
+
     origin = RemoteJobOrigin(RemoteRepositoryOrigin(InProcessCodeLocationOrigin(
         LoadableTargetOrigin(python_file="definitions.py")), "__repository__"), "__ASSET_JOB")  # queued runs need one
 
-    def queued(job: str, tags: dict[str, str]) -> dg.DagsterRun:
-        run = dg.DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.QUEUED, tags=tags,
-                            remote_job_origin=origin)
+    def submit(job: str, tags: dict[str, str]) -> dg.DagsterRun:
+        run = dg.DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.NOT_STARTED,
+                            tags=tags, remote_job_origin=origin)
         instance.add_run(run)
-        return run
+        return instance.run_coordinator.submit_run(SubmitRunContext(run, workspace=None))
 
-    ids = {name: queued("__ASSET_JOB", {"dagster/partition": f"{name}|syna-t"}).run_id for name in names[:3]}
-    keep = queued("__ASSET_JOB", {"dagster/partition": f"{names[3]}|syna-t", "dagster/priority": "7"})
-    other = queued("rf100vl_dataset_job", {"dagster/partition": names[4]})
-    rf100vl_queue_priority(dg.build_sensor_context(instance=instance))
-    for name, run_id in ids.items():
+    queued = {name: submit("__ASSET_JOB", {"dagster/partition": f"{name}|syna-t"}) for name in names[:3]}
+    for name, run in queued.items():
         images = load_record(home / "datasets", name).manifest["splits"]["train"]["images"]
-        assert instance.get_run_by_id(run_id).tags["dagster/priority"] == str(images)
+        assert run.status == dg.DagsterRunStatus.QUEUED
+        assert instance.get_run_by_id(run.run_id).tags["dagster/priority"] == str(images)
+    keep = submit("__ASSET_JOB", {"dagster/partition": f"{names[3]}|syna-t", "dagster/priority": "7"})
     assert instance.get_run_by_id(keep.run_id).tags["dagster/priority"] == "7"
+    other = submit("rf100vl_dataset_job", {"dagster/partition": names[4]})
     assert "dagster/priority" not in instance.get_run_by_id(other.run_id).tags
+    unknown = submit("__ASSET_JOB", {"dagster/partition": "no-such-dataset|syna-t"})  # nothing stored: no priority
+    assert unknown.status == dg.DagsterRunStatus.QUEUED
+    assert "dagster/priority" not in instance.get_run_by_id(unknown.run_id).tags

@@ -168,15 +168,16 @@ def worker_queues(name: str) -> list[str]:
 
 def dagster_yaml(state: ClusterState, max_concurrent_runs: int) -> str:
     """The cluster's Dagster instance: PostgreSQL storage shared by every box, the queued run coordinator (the
-    daemon launches submitted runs, highest `dagster/priority` first), op-level pools whose slots a dead run gives
-    back after 60 s, and run monitoring."""
+    daemon launches submitted runs, highest `dagster/priority` first; the product's subclass, named by module
+    path, gives (dataset, model) runs queued without one their longest-first priority), op-level pools whose
+    slots a dead run gives back after 60 s, and run monitoring."""
     return f"""# Written by `bench cluster up`: the cluster's Dagster instance (docs/scale-out.md).
 storage:
   postgres:
     postgres_url: "{state.postgres_url}"
 run_coordinator:
-  module: dagster.core.run_coordinator
-  class: QueuedRunCoordinator
+  module: bench_assets.rf100vl.run_queue
+  class: LongestFirstRunCoordinator
   config:
     dequeue_interval_seconds: 2
 concurrency:
