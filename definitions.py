@@ -26,10 +26,13 @@ FAMILIES = (
 
 def build_location(families: tuple[Family, ...]) -> dg.Definitions:
     """Every family's own definitions, the report composed from their contributions, the shared resources, and the
-    scale-out pieces: the Celery executor while a cluster is up (None otherwise: Dagster's default) and the
-    watchdog that fails runs a lost cluster worker held (docs/scale-out.md)."""
+    executor: the Celery executor while a cluster is up (docs/scale-out.md), else in-process, so a run launched from
+    the UI executes its steps and checks in its own process as `bench` does (Dagster's default, one process per
+    step and check, made light UI runs 25-40x slower than the CLI; training and prediction run in their own child
+    processes either way); and the watchdog that fails runs a lost cluster worker held."""
     return dg.Definitions.merge(
-        dg.Definitions(resources={"home": BenchHome()}, executor=cluster_executor(bench_home_path()),
+        dg.Definitions(resources={"home": BenchHome()},
+                       executor=cluster_executor(bench_home_path()) or dg.in_process_executor,
                        sensors=[watchdog_sensor()]),  # shared by every family and the report
         *(family.defs for family in families),
         report.build_defs(*families),  # warehouse (+ the families' checks), dbt marts, rendered pages

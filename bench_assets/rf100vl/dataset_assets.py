@@ -5,6 +5,7 @@ from collections import Counter
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
 from bench_assets.platform.archives import UnsafeArchiveError
 from bench_assets.platform.fsutil import DiskSpaceError
@@ -45,12 +46,14 @@ def catalog() -> dg.MaterializeResult:
 
 
 class DatasetConfig(dg.Config):
-    source: str = ""  # folder or tar to import; recorded as the dataset's source for later runs
-    suite: str = ""
-    # with `source`: the Roboflow export the files are, N or PROJECT/N (recorded in the lock beside the
-    # content hash; a catalogue dataset's submissions must use the catalogue's version)
-    roboflow_version: str = ""
-    deep_image_check: bool = False
+    source: str = Field(default="", description="Leave empty to fetch the dataset from its recorded source (the "
+                        "catalogue's mirror, or the folder/tar it was imported from). A folder or .tar path imports "
+                        "it from there and records it as the source for later runs.")
+    suite: str = Field(default="", description="With `source`: a suite the imported dataset joins (optional).")
+    roboflow_version: str = Field(default="", description="With `source`: the Roboflow export the files are, `N` or "
+                                  "`PROJECT/N`; a catalogue dataset's submissions must use the catalogue's version.")
+    deep_image_check: bool = Field(default=False, description="Decode every image (slow) instead of checking "
+                                   "headers and sizes only.")
 
 
 def _split_table(record: DatasetRecord) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
 from bench_assets.platform.check_results import check_result
 from bench_assets.platform.cluster.layout import GPU_STEP_TAGS
@@ -39,8 +40,9 @@ PREDICT_CHILD = "bench_assets.rf100vl.child.predict"
 
 
 class PredictionsConfig(dg.Config):
-    timeout_minutes: float = 120.0
-    force: bool = False
+    timeout_minutes: float = Field(default=120.0, description="Wall-clock limit of the prediction child, minutes.")
+    force: bool = Field(default=False, description="Predict again even when predictions for the same checkpoint, "
+                        "dataset version and settings exist; otherwise they are reused.")
 
 
 def _current_training_run(home: BenchHome, model_key: str, ds_name: str) -> tuple[Path, dict[str, Any], DatasetRecord]:

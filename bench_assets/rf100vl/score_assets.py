@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
 from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
 from bench_assets.rf100vl.evaluation import (
@@ -24,7 +25,8 @@ from resources.bench_home import BenchHome
 
 
 class ScoresConfig(dg.Config):
-    force: bool = False
+    force: bool = Field(default=False, description="Score again even when a score for the same predictions and "
+                        "scoring code exists; otherwise it is reused.")
 
 
 def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dict,

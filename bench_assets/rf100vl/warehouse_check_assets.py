@@ -6,6 +6,7 @@ rows in metadata, at severity ERROR. Thresholds are run config, with the default
 """
 
 import dagster as dg
+from pydantic import Field
 
 from bench_assets.platform.check_results import check_result
 from bench_assets.platform.contribution import WAREHOUSE_KEY
@@ -14,11 +15,13 @@ from resources.bench_home import BenchHome
 
 
 class SelectionVsTestConfig(dg.Config):
-    tolerance: float = 0.10  # |valid - test| mAP50-95; healthy runs track within noise, the BN bug was 0.40
+    tolerance: float = Field(default=0.10, description="Largest |valid - test| mAP50-95 a partition may show; "
+                             "healthy runs track within noise, the BatchNorm eps bug was 0.40.")
 
 
 class AdjacentSizeConfig(dg.Config):
-    max_gap: float = 0.10  # mean mAP50-95 between neighbouring sizes; healthy ~0.03, the bug report was 0.16
+    max_gap: float = Field(default=0.10, description="Largest gap in mean mAP50-95 between neighbouring model "
+                           "sizes; healthy ~0.03, the bug report was 0.16.")
 
 
 def _check(name: str, description: str):  # noqa: ANN202 - a decorator factory

@@ -1,0 +1,62 @@
+"""The report keeps itself current: an upstream materialization (a UI run, a backfill, a sensor, the CLI) makes the
+`report_automation` sensor request the warehouse, the marts and the rendered pages, although partitions the
+campaign has not run (or the plan never runs) are missing upstream. Evaluated with Dagster's own evaluator on a
+real instance; the browser test (tests/report/test_ui_browser.py) watches the daemon do it end to end."""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+import dagster as dg
+
+from tests.synthetic_campaign import make_campaign
+
+WAREHOUSE = dg.AssetKey(["report", "warehouse"])
+
+
+def _downstream(graph, key: dg.AssetKey) -> set[dg.AssetKey]:  # noqa: ANN001
+    seen: set[dg.AssetKey] = set()
+    todo = deque([key])
+    while todo:
+        for child in graph.get(todo.popleft()).child_keys:
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
+
+
+def _requested(result) -> set[dg.AssetKey]:  # noqa: ANN001
+    return {r.key for r in result.results if isinstance(r.key, dg.AssetKey) and r.true_subset.size}
+
+
+def test_an_upstream_run_refreshes_the_report_despite_missing_partitions(bench_home: Path, instance) -> None:  # noqa: ANN001
+    from bench_assets.cli.location import load_location, run_job
+    from bench_assets.report.jobs import warehouse_job
+    from bench_assets.rf100vl.catalog import load_catalog
+    from bench_assets.rf100vl.jobs import submission_job
+    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
+
+    make_campaign(bench_home, n_models=2, n_datasets=4, seed=3)
+    names = sorted(p.name for p in (bench_home / "datasets").iterdir())
+    never_run = next(n for n in load_catalog() if n not in names)  # a partition the campaign has not reached
+    register_partitions(instance, [*names, never_run])
+    for model in ("syna-s", "syna-t"):
+        register_model_partition(instance, model)
+    defs = load_location()
+    assert run_job(instance, warehouse_job).success
+    below = _downstream(defs.resolve_asset_graph(), WAREHOUSE)
+    assert dg.AssetKey(["report", "leaderboard"]) in below and dg.AssetKey(["report", "rendered"]) in below
+    for key in below:  # the report as a finished `bench report` leaves it (its dbt build is tested elsewhere)
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key))
+
+    quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    assert _requested(quiet) == set()  # nothing changed: nothing to rebuild
+
+    assert run_job(instance, submission_job, partition_key="syna-s").success  # what a UI materialization records
+    after = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
+    assert WAREHOUSE in _requested(after), "a missing upstream partition must not hold the warehouse back"
+    assert below <= _requested(after)  # the marts (the leaderboard among them) and the pages, in the same run
+
+    again = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=after.cursor)
+    assert _requested(again) == set()  # requested once per change, not on every tick

@@ -1,0 +1,46 @@
+"""The launchpad a researcher sees: the training step's run config has described fields with working defaults,
+and the fault-injection knobs appear only where BENCH_FAULT_INJECTION=1 is set (the tests set it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+PROBE = """
+import json
+from definitions import defs
+out = {}
+for key in (("rf100vl", "checkpoint"), ("rf100vl", "predictions"), ("rf100vl", "scores"), ("rf100vl", "dataset")):
+    node = defs.resolve_asset_graph().get(__import__("dagster").AssetKey(list(key)))
+    schema = node.assets_def.op.config_schema.as_field().config_type
+    out["/".join(key)] = {name: field.description for name, field in schema.fields.items()}
+print(json.dumps(out))
+"""
+
+
+def _config_fields(fault_injection: bool) -> dict[str, dict[str, str | None]]:
+    env = {k: v for k, v in os.environ.items() if k != "BENCH_FAULT_INJECTION"}
+    if fault_injection:
+        env["BENCH_FAULT_INJECTION"] = "1"
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_researchers_see_described_fields_and_no_fault_injection() -> None:
+    fields = _config_fields(fault_injection=False)
+    assert set(fields["rf100vl/checkpoint"]) == {"recipe", "force", "timeout_minutes"}
+    for asset, described in fields.items():
+        for name, description in described.items():
+            assert description and len(description) > 20, f"{asset}.{name} has no description for the launchpad"
+    assert "registered recipe" in fields["rf100vl/checkpoint"]["recipe"]
+
+
+def test_fault_injection_only_behind_the_environment_variable() -> None:
+    fields = _config_fields(fault_injection=True)["rf100vl/checkpoint"]
+    assert {"fault_oom_at_step", "fault_oom_only_above_batch", "fault_sleep_per_step_s"} <= set(fields)
