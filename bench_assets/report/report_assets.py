@@ -6,9 +6,28 @@ from collections.abc import Callable, Iterable, Sequence
 
 import dagster as dg
 
-from bench_assets.platform.contribution import FamilyContribution, mart_key
+from bench_assets.platform.check_results import check_result
+from bench_assets.platform.contribution import WAREHOUSE_KEY, FamilyContribution, mart_key
+from bench_assets.platform.findings import Finding
 from bench_assets.platform.report_pages import PageInputs
 from resources.bench_home import BenchHome
+
+FRESH_CHECK = "marts_fresh"
+
+
+def marts_fresh(warehouse_at: float | None, marts_at: dict[str, float | None]) -> Finding:
+    """Every mart a page shows was built after the warehouse's latest rebuild: otherwise the page shows numbers
+    from before it (a mart skipped or failed in the last report build)."""
+    if warehouse_at is None:
+        return Finding(False, "the warehouse was never materialized: the pages show nothing current")
+    stale = [{"mart": m, "built_at": at, "warehouse_at": warehouse_at} for m, at in sorted(marts_at.items())
+             if at is None or at < warehouse_at]
+    if stale:
+        names = ", ".join(r["mart"] for r in stale)
+        return Finding(False, f"{len(stale)} of {len(marts_at)} marts the pages show are older than the warehouse "
+                              f"({names}): the report mixes old and new numbers; materialize the report (bench "
+                              "report, or report_job in the UI)", rows=stale)
+    return Finding(True, f"all {len(marts_at)} marts the pages show were built after the warehouse's latest rebuild")
 
 
 def failing_checks(instance: dg.DagsterInstance, check_keys: Iterable[dg.AssetCheckKey]
@@ -37,6 +56,9 @@ def rendered_asset(contributions: Sequence[FamilyContribution],
     @dg.asset(key=["report", "rendered"], group_name="report", kinds={"html", "markdown"},
               deps=[mart_key(m) for m in marts], pool="duckdb_writer",
               automation_condition=dg.AutomationCondition.eager(),
+              check_specs=[dg.AssetCheckSpec(FRESH_CHECK, asset=["report", "rendered"], blocking=False,
+                                             description="Every mart the pages show was built after the "
+                                                         "warehouse's latest rebuild.")],
               description="The campaign report: report.md (for pasting), index.html (self-contained) and plots "
                           "(leaderboard beside published models, per-domain bars, valid vs test, per-dataset AP), "
                           "with failing checks and invalid submissions first.")
@@ -57,6 +79,15 @@ def rendered_asset(contributions: Sequence[FamilyContribution],
                 **{k: dg.MetadataValue.int(n) for k, n in out.counts.items()},
             })
         metadata["failing_checks"] = dg.MetadataValue.int(len(findings))
-        return dg.MaterializeResult(metadata=metadata)
+        fresh = check_result(marts_fresh(_materialized_at(context.instance, WAREHOUSE_KEY),
+                                         {m: _materialized_at(context.instance, mart_key(m)) for m in marts}))
+        return dg.MaterializeResult(metadata=metadata, check_results=[dg.AssetCheckResult(
+            check_name=FRESH_CHECK, passed=fresh.passed, severity=fresh.severity, description=fresh.description,
+            metadata=fresh.metadata)])
 
     return rendered
+
+
+def _materialized_at(instance: dg.DagsterInstance, key: dg.AssetKey) -> float | None:
+    event = instance.get_latest_materialization_event(key)
+    return event.timestamp if event is not None else None

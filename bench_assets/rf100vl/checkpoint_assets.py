@@ -179,3 +179,17 @@ def labels_reached_loss(context: dg.AssetCheckExecutionContext, config: LabelsRe
                                          sanity.median_object_px(train, imgsz), config.near_zero)
     finding.facts["run_dir"] = str(run_dir)
     return check_result(finding)
+
+
+@dg.asset_check(asset=checkpoint, partitions_def=dataset_model_partitions, blocking=False,
+                description="Training finished: the current run trained every planned epoch (fewer only with early "
+                            "stopping) and, for a conformant recipe, left valid mAP50-95 above zero.")
+def training_finished(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
+    ds_name, model_key = split_key(context)
+    partition = f"{model_key}/{ds_name}"
+    run = current_run(home.path / "runs", model_key, ds_name)
+    if run is None:
+        return check_result(Finding(False, f"{partition}: no finished training run to judge"))
+    finding = sanity.training_finished(partition, run[1])
+    finding.facts["run_dir"] = str(run[0])
+    return check_result(finding)

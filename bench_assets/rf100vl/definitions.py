@@ -6,7 +6,7 @@ import dagster as dg
 
 from bench_assets.platform.contribution import FamilyContribution
 from bench_assets.platform.report_pages import Page
-from bench_assets.rf100vl.checkpoint_assets import checkpoint, labels_reached_loss
+from bench_assets.rf100vl.checkpoint_assets import checkpoint, labels_reached_loss, training_finished
 from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.jobs import JOBS
@@ -17,7 +17,7 @@ from bench_assets.rf100vl.schedules import (
     rf100vl_backfill,
     rf100vl_dataset_backfill,
 )
-from bench_assets.rf100vl.score_assets import scores
+from bench_assets.rf100vl.score_assets import score_well_formed, scores
 from bench_assets.rf100vl.sensors import inbox_sensor
 from bench_assets.rf100vl.submission_assets import submission
 from bench_assets.rf100vl.warehouse_check_assets import warehouse_checks
@@ -26,7 +26,8 @@ from resources.gpu_lanes import GpuLanes
 
 defs = dg.Definitions(
     assets=[catalog, dataset, checkpoint, predictions, scores, submission],
-    asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, predicted_classes_exist],
+    asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, training_finished, predicted_classes_exist,
+                  score_well_formed],
     jobs=list(JOBS),
     sensors=[inbox_sensor, rescore_on_scoring_change],
     schedules=[rf100vl_backfill, rf100vl_dataset_backfill],

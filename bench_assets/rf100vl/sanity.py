@@ -193,3 +193,49 @@ def predicted_classes_exist(partition: str, dets: Any, categories: Sequence[dict
     return Finding(False, (
         f"{partition}: {sum(unknown.values())} of {len(dets)} detections name {len(unknown)} category id(s) the test "
         f"split does not have: {listed}; the test split's category ids are {ids[:50]}"), rows, facts)
+
+
+def training_finished(partition: str, stats: dict[str, Any]) -> Finding:
+    """The current run trained every planned epoch (fewer only with early stopping, `patience` > 0), and a
+    conformant recipe left a model with valid mAP50-95 above zero: a full protocol run that learned nothing is a
+    broken run (labels, classes, a normalisation bug), never a result."""
+    planned, done = int(stats["epochs"]), int(stats["epochs_done"])
+    patience = int((stats.get("signature_fields") or {}).get("patience") or 0)
+    valid = stats.get("valid_mAP50_95")
+    conformant = bool(stats["recipe"]["conformant"])
+    facts = {"epochs": planned, "epochs_done": done, "patience": patience, "valid_mAP50_95": valid,
+             "conformant": conformant}
+    if done < planned and not patience:
+        return Finding(False, f"{partition}: {done} of {planned} planned epochs finished, no early stopping in the "
+                              "recipe (patience 0); rerun the partition: training resumes from last.pt", facts=facts)
+    if done > planned:
+        return Finding(False, f"{partition}: {done} epochs recorded for {planned} planned", facts=facts)
+    value = valid if isinstance(valid, int | float) and math.isfinite(valid) else None
+    if conformant and (value is None or value <= 0):
+        return Finding(False, f"{partition}: valid mAP50-95 is {valid} after {done} epochs with a conformant "
+                              "recipe: the model learned nothing; look at the labels and classes the run saw "
+                              "(labels_reached_loss) before publishing anything from it", facts=facts)
+    early = f" (stopped early, patience {patience})" if done < planned else ""
+    shown = "not recorded" if value is None else f"{value:.4f}"
+    return Finding(True, f"{partition}: {done}/{planned} epochs{early}, valid mAP50-95 {shown}", facts=facts)
+
+
+def score_well_formed(partition: str, score: dict[str, Any]) -> Finding:
+    """The headline is a defined AP (a number in [0, 1]: pycocotools' summary says -1 where nothing could be
+    matched) and the fast backend's parity with the reference evaluator was recorded and held."""
+    headline = (score.get("metrics") or {}).get("mAP50_95")
+    parity = score.get("parity") or {}
+    facts = {"mAP50_95": headline, "backend": score.get("backend"), "parity_identical": parity.get("identical"),
+             "parity_total": parity.get("total"), "engines": parity.get("engines")}
+    if not isinstance(headline, int | float) or not math.isfinite(headline) or not 0 <= headline <= 1:
+        return Finding(False, f"{partition}: headline mAP50-95 is {headline!r}, not an AP in [0, 1] (-1 is "
+                              "pycocotools' 'undefined'); the score must not reach a table", facts=facts)
+    if not parity or "identical" not in parity or "total" not in parity:
+        return Finding(False, f"{partition}: no parity with the reference evaluator recorded in the score; rescore "
+                              "it (bench score / the rf100vl_rescore_job)", facts=facts)
+    if parity.get("differing"):
+        return Finding(False, f"{partition}: the fast and reference evaluators disagree on "
+                              f"{len(parity['differing'])} of {parity['total']} metrics: {parity['differing']}",
+                       facts=facts)
+    return Finding(True, f"{partition}: mAP50-95 {headline:.4f}; {parity['identical']}/{parity['total']} metrics "
+                         "identical to the reference evaluator", facts=facts)

@@ -6,11 +6,15 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from bench_assets.platform.check_results import check_result
+from bench_assets.platform.findings import Finding
 from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
+from bench_assets.rf100vl import sanity
 from bench_assets.rf100vl.evaluation import (
     MAX_DET,
     SPLIT,
     current_predictions_meta,
+    current_score,
     current_score_pointer,
     fingerprint,
     score_inputs,
@@ -99,3 +103,14 @@ def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchH
         "max_det_cut": dg.MetadataValue.json(rec.get("max_det_cut") or cut),
     })
     return dg.MaterializeResult(metadata=meta_out, data_version=dg.DataVersion(rec["fingerprint"][:16]))
+
+
+@dg.asset_check(asset=scores, partitions_def=dataset_model_partitions, blocking=False,
+                description="Score well formed: the headline mAP50-95 is an AP in [0, 1] (never pycocotools' -1) and "
+                            "the fast backend's parity with the reference evaluator is recorded and holds.")
+def score_well_formed(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
+    ds_name, model_key = split_key(context)
+    record = current_score(home.path, model_key, ds_name)
+    if record is None:
+        return check_result(Finding(False, f"{model_key}/{ds_name}: no current score"))
+    return check_result(sanity.score_well_formed(f"{model_key}/{ds_name}", record))
