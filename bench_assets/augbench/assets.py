@@ -49,7 +49,7 @@ def _table(cells: list[dict]) -> str:
 @dg.asset(key=["augbench", "results"], group_name="augbench", partitions_def=config_library_partitions,
           deps=[dg.AssetDep(media, partition_mapping=on_config)], kinds={"json"},
           description="One library's cells of a config, measured once more and appended as a numbered repeat to "
-                      "BENCH_HOME/augbench/<config>/<library>.results.json; every planned cell ends ok, "
+                      "`BENCH_HOME/augbench/<config>/<library>.results.json`; every planned cell ends ok, "
                       "early_stopped, unsupported (with the reason) or error (with the message).")
 def results(context: dg.AssetExecutionContext, home: BenchHome) -> dg.MaterializeResult:
     config_name, library = split_key(context)

@@ -95,7 +95,7 @@ def checkpoint_metadata(stats: dict, epochs: list[dict], skipped: bool, tried: l
           ins={"dataset": dg.AssetIn(key=dataset.key, partition_mapping=on_dataset, dagster_type=dg.Nothing)},
           pool="gpu", kinds={"pytorch", "libreyolo"},
           op_tags=GPU_STEP_TAGS,
-          description="Fine-tuned LibreYOLO weights: best epoch on valid mAP50-95 (runs/<model>/<dataset>/<sig>/).")
+          description="Fine-tuned LibreYOLO weights: best epoch on valid mAP50-95 (`runs/<model>/<dataset>/<sig>/`).")
 def checkpoint(context: dg.AssetExecutionContext, config: CheckpointRunConfig, home: BenchHome,
                lanes: GpuLanes) -> dg.MaterializeResult:
     ds_name, model_key = split_key(context)
