@@ -6,6 +6,7 @@ import dagster as dg
 
 from bench_assets.platform.contribution import FamilyContribution
 from bench_assets.platform.report_pages import Page
+from bench_assets.rf100vl.campaign_view import campaign_status
 from bench_assets.rf100vl.checkpoint_assets import checkpoint, labels_reached_loss, training_finished
 from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
@@ -25,11 +26,14 @@ from bench_assets.rf100vl.warehouse_tables import TABLES
 from resources.gpu_lanes import GpuLanes
 
 defs = dg.Definitions(
-    assets=[catalog, dataset, checkpoint, predictions, scores, submission],
+    assets=[catalog, dataset, checkpoint, predictions, scores, submission, campaign_status],
     asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, training_finished, predicted_classes_exist,
                   score_well_formed],
     jobs=list(JOBS),
-    sensors=[inbox_sensor, rescore_on_scoring_change],
+    sensors=[inbox_sensor, rescore_on_scoring_change,
+             dg.AutomationConditionSensorDefinition(  # the campaign view refreshes itself when a score lands
+                 "rf100vl_automation", target=[campaign_status], default_status=dg.DefaultSensorStatus.RUNNING,
+                 minimum_interval_seconds=30)],
     schedules=[rf100vl_backfill, rf100vl_dataset_backfill],
     resources={"lanes": GpuLanes()},
 )

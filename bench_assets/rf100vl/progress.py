@@ -91,6 +91,15 @@ def campaign_progress(home: Path, instance: Any | None, models: list[str] | None
     return out
 
 
+def campaign_lanes(home: Path) -> int:
+    """The lanes campaigns run on: the cluster's while one is up, else this machine's."""
+    from bench_assets.platform.cluster.layout import load_state
+    from resources.lanes import lanes_from_env
+
+    state = load_state(home)
+    return state.total_lanes if state is not None else len(lanes_from_env())
+
+
 def remaining_eta(home: Path, progress: ModelProgress, lanes: int) -> tuple[float, str]:
     """(seconds until every partition not yet done is, its cost source): the lane planner's longest-first makespan
     of the remaining partitions over `lanes` with the cost model (measured per-image epoch costs, else the
