@@ -45,17 +45,21 @@ GAPS_LISTED = 5
 
 # Columns read from each mart, by name, and the order rows are read in (so output never depends on scan order).
 MARTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "leaderboard": (("model", "origin", "datasets_scored", "datasets_expected", "mAP50_95", "mAP50", "mAP75",
-                     "AR_max_det", "median_train_minutes", "gpu_hours", "median_best_epoch", "recipe_conformant",
-                     "valid_submission", "rank"), '"rank" NULLS LAST, model, origin'),
+    "leaderboard": (("model", "origin", "datasets_scored", "datasets_expected", "benchmark_datasets_scored",
+                     "benchmark_datasets", "mAP50_95", "mAP50", "mAP75", "AR_max_det", "median_train_minutes",
+                     "train_hours", "train_device", "median_best_epoch", "recipe_conformant", "protocol_conformant",
+                     "valid_submission", "comparable", "not_comparable_because", "leaderboard_rank"),
+                    'leaderboard_rank NULLS LAST, "mAP50_95" DESC NULLS LAST, model, origin'),
     "domain_scores": (("model", "origin", "domain", "datasets", "mAP50_95", "mAP50"), "domain, model, origin"),
     "dataset_scores": (("model", "origin", "dataset", "domain", "dataset_version", "mAP50_95", "mAP50", "mAP75",
                         "AR_max_det", "valid_mAP50_95", "best_epoch", "train_minutes"), "model, origin, dataset"),
     "weakest_datasets": (("model", "origin", "rank", "dataset", "domain", "mAP50_95"), 'model, origin, "rank"'),
-    "train_cost": (("model", "datasets_trained", "median_train_minutes", "total_gpu_hours", "median_best_epoch",
-                    "mean_epochs_done", "resumed_runs"), "model"),
-    "published_comparison": (("model", "origin", "family", "size", "mAP50_95", "datasets_scored", "rank_overall",
-                              "delta_vs_best_published"), "rank_overall NULLS LAST, model, origin"),
+    "train_cost": (("model", "datasets_trained", "median_train_minutes", "total_train_hours", "train_device",
+                    "median_best_epoch", "mean_epochs_done", "resumed_runs"), "model"),
+    "published_comparison": (("model", "origin", "family", "size", "mAP50_95", "datasets_scored",
+                              "benchmark_datasets_scored", "benchmark_datasets", "protocol_conformant", "comparable",
+                              "not_comparable_because", "leaderboard_rank", "delta_vs_best_published"),
+                             'leaderboard_rank NULLS LAST, "mAP50_95" DESC, model, origin'),
     "model_comparison": (("model_a", "model_b", "datasets", "mean_diff", "ci_low", "ci_high", "distinguishable"),
                          "model_a, model_b"),
 }
@@ -69,6 +73,10 @@ PLOTS = {
 IMAGE_FILES = {key: name for key, (name, _) in PLOTS.items()}
 TITLE = "RF100-VL benchmark report"
 ORIGIN_COLOURS = {"ours": "#1f77b4", "imported": "#ff7f0e", "published": "#9e9e9e"}
+DEVICE_UNITS = {"cpu": "CPU-hours", "gpu": "GPU-hours", "mixed": "hours (CPU and GPU runs)"}
+UNKNOWN_DEVICE_UNIT = "hours (device not recorded)"
+NOT_RANKED = "-"
+AP_AXIS = "mAP50-95 (COCO AP x100, points)"
 SEVERITY_ORDER = {"ERROR": 0, "WARN": 1}
 
 Row = dict[str, Any]
@@ -219,6 +227,52 @@ def _fmt_bool(x: Any) -> str:
     return "—" if x is None else ("yes" if x else "no")
 
 
+def fmt_sig(x: Any, digits: int = 2) -> str:
+    """`digits` significant digits, never cutting the integer part: 0.05372 -> 0.054, 1.234 -> 1.2, 123.4 -> 123."""
+    v = _num(x)
+    if v is None:
+        return "—"
+    if v == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    return f"{round(v, decimals) + 0.0:.{decimals}f}"
+
+
+def fmt_train_time(hours: Any, device: str | None) -> str:
+    """Training wall time with the device it ran on: "0.12 CPU-hours", never GPU-hours for a CPU run."""
+    v = _num(hours)
+    return "—" if v is None else f"{fmt_sig(v)} {DEVICE_UNITS.get(device or '', UNKNOWN_DEVICE_UNIT)}"
+
+
+def _outside_rf100vl(r: Row) -> int:
+    """Datasets in a row's mean that are not RF100-VL datasets (the demo's mini-* ones)."""
+    return int((_num(r["datasets_scored"]) or 0) - (_num(r["benchmark_datasets_scored"]) or 0))
+
+
+def coverage(r: Row) -> str:
+    """RF100-VL datasets behind a row's mean out of all of them ("4/100"), and any others it includes."""
+    if r["origin"] == "published":
+        return "all (as published)"
+    text = f"{_fmt_count(r['benchmark_datasets_scored'])}/{_fmt_count(r['benchmark_datasets'])}"
+    outside = _outside_rf100vl(r)
+    return text + (f" (+{outside} outside RF100-VL)" if outside > 0 else "")
+
+
+def conformance(r: Row) -> str:
+    if r["origin"] == "published":
+        return "as published"
+    return "not recorded" if r["protocol_conformant"] is None else _fmt_bool(r["protocol_conformant"])
+
+
+def leaderboard_rank(r: Row) -> str:
+    """The position among published results, or "-" for a row that is not comparable with them."""
+    return NOT_RANKED if _num(r["leaderboard_rank"]) is None else _fmt_count(r["leaderboard_rank"])
+
+
+def not_ranked_because(r: Row) -> str:
+    return "" if _num(r["leaderboard_rank"]) is not None else (r["not_comparable_because"] or "not comparable")
+
+
 # ---------------------------------------------------------------------------------------------- the document
 # Both pages render one list of blocks (bench_assets/platform/document.py), so report.md and index.html never
 # disagree on content. Names and descriptions keep their markdown characters: only HTML specials, backslashes and
@@ -237,22 +291,27 @@ def _html(blocks: Sequence[Block], images: dict[str, bytes]) -> str:
     return to_html(blocks, images, TITLE)
 
 
-def _leaderboard_table(rows: list[Row], compact: bool = False) -> Table:
-    if compact:
-        return table(["Rank", "Model", "Origin", "Datasets", "mAP50-95", "mAP50", "Valid submission"],
-                     [[_fmt_count(r["rank"]), r["model"], r["origin"],
-                       f"{_fmt_count(r['datasets_scored'])}/{_fmt_count(r['datasets_expected'])}",
-                       fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"]), _fmt_bool(r["valid_submission"])] for r in rows],
-                     numeric=[0, 3, 4, 5])
-    return table(["Rank", "Model", "Origin", "Datasets", "mAP50-95", "mAP50", "mAP75", "AR@max_det",
-                  "Median train min", "GPU-hours", "Median best epoch", "Recipe conformant", "Valid submission"],
-                 [[_fmt_count(r["rank"]), r["model"], r["origin"],
-                   f"{_fmt_count(r['datasets_scored'])}/{_fmt_count(r['datasets_expected'])}",
-                   fmt_ap(r["mAP50_95"]), fmt_ap(r["mAP50"]), fmt_ap(r["mAP75"]), fmt_ap(r["AR_max_det"]),
-                   _fmt_float(r["median_train_minutes"]), _fmt_float(r["gpu_hours"]),
-                   _fmt_float(r["median_best_epoch"]), _fmt_bool(r["recipe_conformant"]),
-                   _fmt_bool(r["valid_submission"])] for r in rows],
-                 numeric=range(3, 11))
+LEADERBOARD_HEADERS = ("Rank", "Model", "Origin", "RF100-VL datasets", "Protocol-conformant", "mAP50-95", "mAP50",
+                       "mAP75", "AR@max_det", "Median train min", "Train time", "Median best epoch",
+                       "Valid submission", "Not ranked because")
+
+
+def _leaderboard_table(rows: list[Row]) -> Table:
+    """Ours and imported, ranked among the published results only when comparable ("-" and the reason otherwise).
+    The report and the Dagster metadata show this same table."""
+    return table(LEADERBOARD_HEADERS,
+                 [[leaderboard_rank(r), r["model"], r["origin"], coverage(r), conformance(r), fmt_ap(r["mAP50_95"]),
+                   fmt_ap(r["mAP50"]), fmt_ap(r["mAP75"]), fmt_ap(r["AR_max_det"]),
+                   _fmt_float(r["median_train_minutes"]), fmt_train_time(r["train_hours"], r["train_device"]),
+                   _fmt_float(r["median_best_epoch"]), _fmt_bool(r["valid_submission"]), not_ranked_because(r)]
+                  for r in rows],
+                 numeric=[0, 5, 6, 7, 8, 9, 11])
+
+
+def _rank_phrase(r: Row) -> str:
+    if _num(r["leaderboard_rank"]) is not None:
+        return f"leaderboard rank {_fmt_count(r['leaderboard_rank'])}"
+    return f"not ranked: {not_ranked_because(r)}"
 
 
 def _headline(data: _ReportData) -> list[Block]:
@@ -261,11 +320,11 @@ def _headline(data: _ReportData) -> list[Block]:
     items = []
     for r in data.leaderboard:
         key = (r["model"], r["origin"])
-        text = (f"({r['origin']}, rank {_fmt_count(r['rank'])}): mAP50-95 {fmt_ap(r['mAP50_95'])}, "
-                f"mAP50 {fmt_ap(r['mAP50'])} on {_fmt_count(r['datasets_scored'])}/"
-                f"{_fmt_count(r['datasets_expected'])} datasets")
-        if r["recipe_conformant"] is False:
-            text += "; recipe not conformant to the protocol"
+        text = (f"({r['origin']}, {_rank_phrase(r)}): mAP50-95 {fmt_ap(r['mAP50_95'])}, "
+                f"mAP50 {fmt_ap(r['mAP50'])}; RF100-VL datasets {coverage(r)}; protocol-conformant: "
+                f"{conformance(r)}")
+        if r["train_hours"] is not None:
+            text += f"; trained in {fmt_train_time(r['train_hours'], r['train_device'])}"
         sub = subs.get(key)
         items.append(_validity_item(r["model"], text, sub.valid if sub else r["valid_submission"],
                                     sub.reasons if sub else (), not_read))
@@ -370,12 +429,12 @@ def _train_cost_blocks(data: _ReportData) -> list[Block]:
     if not rows:
         return [Heading("Train cost"), Paragraph("No training runs of ours.")]
     return [Heading("Train cost"),
-            table(["Model", "Datasets trained", "Median train min", "Total GPU-hours", "Median best epoch",
+            table(["Model", "Datasets trained", "Median train min", "Train time", "Median best epoch",
                    "Mean epochs done", "Resumed runs"],
                   [[r["model"], _fmt_count(r["datasets_trained"]), _fmt_float(r["median_train_minutes"]),
-                    _fmt_float(r["total_gpu_hours"]), _fmt_float(r["median_best_epoch"]),
+                    fmt_train_time(r["total_train_hours"], r["train_device"]), _fmt_float(r["median_best_epoch"]),
                     _fmt_float(r["mean_epochs_done"]), _fmt_count(r["resumed_runs"])] for r in rows],
-                  numeric=range(1, 7))]
+                  numeric=[1, 2, 4, 5, 6])]
 
 
 def _weakest_blocks(data: _ReportData) -> list[Block]:
@@ -415,12 +474,15 @@ def _published_blocks(data: _ReportData) -> list[Block]:
     if not rows:
         return [Heading("Published comparison"), Paragraph("No published references.")]
     return [Heading("Published comparison"),
-            table(["Rank", "Model", "Origin", "Family", "Size", "mAP50-95", "Datasets", "vs best published"],
-                  [[_fmt_count(r["rank_overall"]), _coverage_label(r, data), r["origin"], r["family"] or "—",
-                    r["size"] or "—",
-                    fmt_ap(r["mAP50_95"]), _fmt_count(r["datasets_scored"]),
-                    fmt_ap_diff(r["delta_vs_best_published"])] for r in rows],
-                  numeric=[0, 5, 6, 7])]
+            Paragraph("Ranked: the published results and the entries comparable with them (protocol-conformant, "
+                      "scored on every RF100-VL dataset and nothing else). The others are listed below them with "
+                      "\"-\" and the reason: their means are over other datasets or another protocol."),
+            table(["Rank", "Model", "Origin", "Family", "Size", "mAP50-95", "RF100-VL datasets", "Protocol-conformant",
+                   "vs best published", "Not ranked because"],
+                  [[leaderboard_rank(r), r["model"], r["origin"], r["family"] or "—", r["size"] or "—",
+                    fmt_ap(r["mAP50_95"]), coverage(r), conformance(r), fmt_ap_diff(r["delta_vs_best_published"]),
+                    not_ranked_because(r)] for r in rows],
+                  numeric=[0, 5, 8])]
 
 
 def _model_comparison_blocks(data: _ReportData) -> list[Block]:
@@ -440,49 +502,77 @@ def _model_comparison_blocks(data: _ReportData) -> list[Block]:
 # ---------------------------------------------------------------------------------------------- plots
 
 
-def _coverage_label(r: Row, data: _ReportData) -> str:
-    """The model's name, plus what it covers when that is less than a published result: a 4-dataset smoke run
-    is labelled "(4/100 datasets, non-conformant recipe)", never drawn as if it were a full campaign."""
-    if r["origin"] == "published":
-        return r["model"]
-    board = {(b["model"], b["origin"]): b for b in data.leaderboard}.get((r["model"], r["origin"]), {})
-    notes = []
-    scored = r.get("datasets_scored")
-    if scored is not None and scored < 100:  # published results cover the 100 RF100-VL datasets
-        notes.append(f"{scored}/100 datasets")
-    if board.get("recipe_conformant") is False:
-        notes.append("non-conformant recipe")
-    return f"{r['model']} ({', '.join(notes)})" if notes else r["model"]
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    origin: str
+    value: float | None  # mAP50-95, 0..1
 
 
-def _leaderboard_bars(data: _ReportData) -> list[tuple[str, str, float | None]]:
+def _bar_label(r: Row) -> str:
+    """Ranked: "3. rfdetr-n". Not ranked: the name with its coverage and conformance, e.g.
+    "yolo9-t (4/100 datasets, non-conformant)", so a smoke run is never read as a full campaign."""
+    if _num(r["leaderboard_rank"]) is not None:
+        return f"{_fmt_count(r['leaderboard_rank'])}. {r['model']}"
+    notes = [f"{_fmt_count(r['benchmark_datasets_scored'])}/{_fmt_count(r['benchmark_datasets'])} datasets"]
+    if _outside_rf100vl(r) > 0:
+        notes.append(f"+{_outside_rf100vl(r)} outside RF100-VL")
+    if r["protocol_conformant"] is False:
+        notes.append("non-conformant")
+    elif r["protocol_conformant"] is None:
+        notes.append("conformance not recorded")
+    return f"{r['model']} ({', '.join(notes)})"
+
+
+def leaderboard_bars(data: _ReportData) -> tuple[list[Bar], list[Bar]]:
+    """The leaderboard plot's two panels: (ranked, apart). Ranked: the published results and the comparable
+    entries, by leaderboard rank. Apart: every other row of ours or imported, best first; drawn hatched in a panel
+    of its own and never given a position among the published."""
     rows = data.marts["published_comparison"] or data.leaderboard
-    bars = [(_coverage_label(r, data), r["origin"], _num(r["mAP50_95"])) for r in rows]
-    return sorted(bars, key=lambda b: (b[2] is None, -(b[2] or 0.0), b[0], b[1]))
+    ranked = sorted((r for r in rows if _num(r["leaderboard_rank"]) is not None),
+                    key=lambda r: (r["leaderboard_rank"], r["model"], r["origin"]))
+    apart = sorted((r for r in rows if _num(r["leaderboard_rank"]) is None),
+                   key=lambda r: (_num(r["mAP50_95"]) is None, -(_num(r["mAP50_95"]) or 0.0), r["model"], r["origin"]))
+    return ([Bar(_bar_label(r), r["origin"], _num(r["mAP50_95"])) for r in ranked],
+            [Bar(_bar_label(r), r["origin"], _num(r["mAP50_95"])) for r in apart])
+
+
+def _draw_bars(ax: Any, bars: list[Bar], hatched: bool) -> None:
+    values = [100 * b.value if b.value is not None else 0.0 for b in bars]
+    ys = list(range(len(bars)))
+    ax.barh(ys, values, height=0.7, color=[ORIGIN_COLOURS.get(b.origin, "#2ca02c") for b in bars],
+            hatch="//" if hatched else None, edgecolor="white" if hatched else None,
+            alpha=0.55 if hatched else 1.0)
+    for y, b, x in zip(ys, bars, values, strict=True):
+        ax.text(x + 0.4, y, fmt_ap(b.value) if b.value is not None else "n/a", va="center", fontsize=8)
+    ax.set_yticks(ys, [b.label for b in bars])
+    ax.set_ylim(len(bars) - 0.5, -0.5)
+    ax.grid(axis="x", alpha=0.3)
 
 
 def plot_leaderboard(data: _ReportData, dpi: int = DPI) -> bytes:
     from matplotlib.patches import Patch
 
-    bars = _leaderboard_bars(data)
+    ranked, apart = leaderboard_bars(data)
+    panels = [(p, hatched) for p, hatched in ((ranked, False), (apart, True)) if p]
+    values = [100 * b.value for b in ranked + apart if b.value is not None]
     with plot_context():
-        fig = blank_figure(8, 1.2 + 0.28 * len(bars))
-        ax = fig.add_subplot()
-        values = [100 * v if v is not None else 0.0 for _, _, v in bars]
-        ys = list(range(len(bars)))
-        ax.barh(ys, values, color=[ORIGIN_COLOURS.get(o, "#2ca02c") for _, o, _ in bars], height=0.7)
-        for y, (_, _, v), x in zip(ys, bars, values, strict=True):
-            ax.text(x + 0.4, y, fmt_ap(v) if v is not None else "n/a", va="center", fontsize=8)
-        ax.set_yticks(ys, [m for m, _, _ in bars])
-        ax.invert_yaxis()
-        ax.set_xlim(0, max(max(values, default=0.0) * 1.12, 10))
-        ax.set_xlabel("mAP50-95 (x100)")
-        ax.set_title("RF100-VL leaderboard")
-        origins = sorted({o for _, o, _ in bars}, key=lambda o: (list(ORIGIN_COLOURS).index(o)
-                                                                 if o in ORIGIN_COLOURS else 9, o))
-        ax.legend(handles=[Patch(color=ORIGIN_COLOURS.get(o, "#2ca02c"), label=o) for o in origins],
-                  loc="lower right", fontsize=8)
-        ax.grid(axis="x", alpha=0.3)
+        fig = blank_figure(9, 1.6 + 0.26 * (len(ranked) + len(apart)) + 0.5 * len(panels))
+        axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False,
+                            height_ratios=[max(len(p), 1) + 1.5 for p, _ in panels])[:, 0]
+        for ax, (bars, hatched) in zip(axes, panels, strict=True):
+            _draw_bars(ax, bars, hatched)
+            ax.set_title("Not ranked: fewer than all RF100-VL datasets or off-protocol (not comparable)"
+                         if hatched else "Ranked: published results and comparable entries", fontsize=9, loc="left")
+        axes[0].set_xlim(0, max(max(values, default=0.0) * 1.12, 10))
+        axes[-1].set_xlabel(AP_AXIS)
+        fig.suptitle("RF100-VL leaderboard")
+        origins = sorted({b.origin for b in ranked + apart},
+                         key=lambda o: (list(ORIGIN_COLOURS).index(o) if o in ORIGIN_COLOURS else 9, o))
+        handles = [Patch(color=ORIGIN_COLOURS.get(o, "#2ca02c"), label=o) for o in origins]
+        if apart:
+            handles.append(Patch(facecolor="#bbbbbb", hatch="//", edgecolor="white", label="not comparable"))
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8)
         return figure_png(fig, dpi)
 
 
@@ -515,7 +605,7 @@ def plot_domains(data: _ReportData, dpi: int = DPI) -> bytes:
             ax.bar(xs, [100 * v if v is not None else 0.0 for v in vs], width=width, color=colours[label],
                    label=label, hatch="//" if origin != "ours" else None)
         ax.set_xticks(range(len(domains)), domains, rotation=20, ha="right")
-        ax.set_ylabel("mAP50-95 (x100)")
+        ax.set_ylabel(AP_AXIS)
         ax.set_title("mAP50-95 per domain (hatched: imported)")
         ax.grid(axis="y", alpha=0.3)
         fig.legend(loc="outside right upper", fontsize=7, ncols=1 if len(models) <= 20 else 2)
@@ -527,7 +617,7 @@ def plot_valid_vs_test(data: _ReportData, dpi: int = DPI) -> bytes:
     models = sorted({r["model"] for r in gaps})
     colours = _model_colours(models)
     with plot_context():
-        fig = blank_figure(7, 7)
+        fig = blank_figure(8.5, 6.5)
         ax = fig.add_subplot()
         band = 100 * NOISE_BAND
         ax.fill_between([0, 100], [-band, 100 - band], [band, 100 + band], color="#dddddd", alpha=0.6,
@@ -546,10 +636,10 @@ def plot_valid_vs_test(data: _ReportData, dpi: int = DPI) -> bytes:
         ax.set_xlim(0, 100)
         ax.set_ylim(0, 100)
         ax.set_aspect("equal")
-        ax.set_xlabel("valid mAP50-95 (x100, checkpoint selection)")
-        ax.set_ylabel("test mAP50-95 (x100)")
+        ax.set_xlabel("valid mAP50-95 (COCO AP x100, points; checkpoint selection)")
+        ax.set_ylabel("test mAP50-95 (COCO AP x100, points)")
         ax.set_title("Selection vs test per dataset (ours)")
-        ax.legend(loc="upper left", fontsize=7, ncols=1 if len(models) <= 12 else 2)
+        fig.legend(loc="outside right upper", fontsize=7, ncols=1 if len(models) <= 12 else 2)
         ax.grid(alpha=0.3)
         return figure_png(fig, dpi)
 
@@ -582,7 +672,7 @@ def plot_datasets(data: _ReportData, dpi: int = DPI) -> bytes:
         ax.set_yticks(range(len(models)), labels)
         ax.set_ylim(len(models) - 0.5, -0.5)
         ax.set_xlim(0, 100)
-        ax.set_xlabel("mAP50-95 (x100) per dataset; black bar: mean over the datasets shown")
+        ax.set_xlabel("mAP50-95 per dataset (COCO AP x100, points); black bar: mean over the datasets shown")
         ax.set_title("Per-dataset AP")
         ax.grid(axis="x", alpha=0.3)
         fig.legend(loc="outside right upper", fontsize=7, title="domain", title_fontsize=7)
@@ -606,11 +696,13 @@ def _render_plots(data: _ReportData) -> dict[str, bytes]:
 
 
 def _summary(data: _ReportData, blocks_without_images: list[Block]) -> str:
-    """Compact markdown for Dagster metadata: the counts, the compact leaderboard and its plot, under the size cap."""
+    """Markdown for Dagster metadata ("[Show Markdown]"): the counts, the headline with every not-submittable
+    reason, the report's own leaderboard table (same columns: coverage, conformance, why not ranked) and its plot,
+    under the size cap."""
     if not data.leaderboard:
         return _markdown(blocks_without_images)
     text = _markdown([Paragraph(f"{len(data.leaderboard)} models over {data.datasets} datasets. {FORMAT_NOTE}"),
-                      _leaderboard_table(data.leaderboard, compact=True)])
+                      *_headline(data), _leaderboard_table(data.leaderboard)])
     if data.findings:
         text = f"**{len(data.findings)} failing asset check(s)**; see the report.\n\n" + text
     # Re-render smaller until the data URI fits; the full-size plot stays in the report itself.
@@ -635,6 +727,14 @@ def _write_plots(out_dir: Path, images: dict[str, bytes]) -> dict[str, Path]:
     return written
 
 
+def load_report_data(report_db: Path, *, warehouse_db: Path | None = None,
+                     findings: Sequence[Finding] | None = None) -> _ReportData:
+    """What the report is drawn from: the marts, the submissions (when the warehouse exists), the findings."""
+    marts, absent = read_marts(Path(report_db))
+    subs = read_submissions(Path(warehouse_db)) if warehouse_db and Path(warehouse_db).is_file() else None
+    return _ReportData(marts, absent, subs, _normalize_findings(findings))
+
+
 def render_report(report_db: Path, out_dir: Path, *, warehouse_db: Path | None = None,
                   findings: Sequence[Finding] | None = None) -> RenderedReport:
     """Read the marts (and submissions, when the warehouse exists) and write report.md, index.html and plots.
@@ -642,10 +742,8 @@ def render_report(report_db: Path, out_dir: Path, *, warehouse_db: Path | None =
     `findings`: failing asset checks as (check_name, asset, severity, description), listed first; None omits
     the section, an empty list says that no check failed.
     """
-    report_db, out_dir = Path(report_db), Path(out_dir)
-    marts, absent = read_marts(report_db)
-    subs = read_submissions(Path(warehouse_db)) if warehouse_db and Path(warehouse_db).is_file() else None
-    data = _ReportData(marts, absent, subs, _normalize_findings(findings))
+    out_dir = Path(out_dir)
+    data = load_report_data(report_db, warehouse_db=warehouse_db, findings=findings)
     data.images = _render_plots(data)
     blocks = _report_blocks(data)
     written = _write_plots(out_dir, data.images)

@@ -508,3 +508,80 @@ def test_a_missing_or_stale_manifest_is_named_not_silently_used(tmp_path: Path,
     assert dbt_assets._manifest_for_definitions() == manifest
     manifest.unlink()
     assert dbt_assets._manifest_for_definitions() is None and dbt_assets._define_report_dbt_assets() is None
+
+
+def test_only_comparable_rows_get_a_leaderboard_rank_and_the_others_say_why(built: tuple[Path, dict]) -> None:
+    """No model of this warehouse covers every catalogue dataset and nothing else: none takes a place among the
+    published results (which keep 1..3), each says why, and both marts agree."""
+    home, _ = built
+    db = report_db_path(home)
+    board = {r["model"]: r for r in query(db, "SELECT * FROM leaderboard")}
+    assert {m: (r["benchmark_datasets_scored"], r["benchmark_datasets"]) for m, r in board.items()} == {
+        "yolov9-t": (6, 7), "yolov9-s": (5, 7), "dfine-n": (3, 7), "rfdetr-n-lb": (6, 7)}
+    assert all(r["comparable"] is False and r["leaderboard_rank"] is None for r in board.values())
+    assert board["yolov9-t"]["not_comparable_because"] == (
+        "6/7 RF100-VL datasets scored; its mean includes 1 dataset(s) outside RF100-VL")
+    assert board["dfine-n"]["not_comparable_because"] == "3/7 RF100-VL datasets scored"
+    # The import's file records no conf / NMS IoU / max_det: its conformance is unknown, not assumed.
+    imported = board["rfdetr-n-lb"]
+    assert imported["protocol_conformant"] is None and imported["recipe_conformant"] is None
+    assert imported["not_comparable_because"] == "6/7 RF100-VL datasets scored; protocol conformance not recorded"
+    rows = query(db, "SELECT * FROM published_comparison")
+    assert {r["model"]: r["leaderboard_rank"] for r in rows} == {
+        "rfdetr-s": 1, "rfdetr-n": 2, "lwdetr-t": 3, "yolov9-t": None, "yolov9-s": None, "dfine-n": None,
+        "rfdetr-n-lb": None}
+    assert all(r["not_comparable_because"] == board[r["model"]]["not_comparable_because"]
+               for r in rows if r["origin"] != "published")
+    # Before devices are recorded (this warehouse's runs have none), hours are not called CPU or GPU.
+    assert {r["train_device"] for r in board.values()} == {None}
+    assert board["yolov9-t"]["train_hours"] == pytest.approx(board["yolov9-t"]["gpu_hours"])
+
+
+def _project_with_run_devices(tmp_path: Path) -> Path:
+    """A copy of the dbt project whose staging selects the runs table's `device` (the loader change that records
+    stats.json's device.device in the warehouse; docs/report.md)."""
+    from bench_assets.report.dbt_assets import DBT_PROJECT_DIR
+
+    project = tmp_path / "dbt_report"
+    shutil.copytree(DBT_PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    staging = project / "models" / "staging" / "rf100vl" / "stg_warehouse__runs.sql"
+    text = staging.read_text()
+    assert "    worker\n" in text
+    staging.write_text(text.replace("    worker\n", "    worker,\n    device\n"))
+    return project
+
+
+def test_hours_follow_the_device_runs_record_and_a_complete_conformant_model_is_ranked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench_assets.report import dbt_assets
+
+    monkeypatch.setattr(dbt_assets, "DBT_PROJECT_DIR", _project_with_run_devices(tmp_path))
+    rows = warehouse_rows()
+    # dfine-n scored exactly the catalogue (narrowed to its 3 datasets), conformant: comparable.
+    rows["catalog"] = [r for r in rows["catalog"] if r["dataset"] in OURS["dfine-n"]]
+    home = tmp_path / "home"
+    home.mkdir()
+    write_warehouse(home / "warehouse.duckdb", rows)
+    device = {"dfine-n": "cpu", "yolov9-t": "0", "yolov9-s": "0"}  # stats.json: "cpu" or the lane's CUDA device
+    with duckdb.connect(str(home / "warehouse.duckdb")) as con:
+        con.execute("ALTER TABLE runs ADD COLUMN device VARCHAR")
+        for model, dev in device.items():
+            con.execute("UPDATE runs SET device = ? WHERE model = ?", [dev, model])
+        con.execute("UPDATE runs SET device = 'cpu' WHERE model = 'yolov9-s' AND dataset = 'doc-a'")
+    build_report_db(home)
+    db = report_db_path(home)
+    board = {r["model"]: r for r in query(db, "SELECT * FROM leaderboard")}
+    cpu = board["dfine-n"]
+    hours = sum(_wall_seconds("dfine-n", d) for d in OURS["dfine-n"]) / 3600
+    assert (cpu["train_device"], cpu["cpu_hours"], cpu["gpu_hours"]) == ("cpu", pytest.approx(hours), None)
+    assert board["yolov9-t"]["train_device"] == "gpu" and board["yolov9-t"]["cpu_hours"] is None
+    assert board["yolov9-s"]["train_device"] == "mixed"
+    assert board["yolov9-s"]["cpu_hours"] == pytest.approx(_wall_seconds("yolov9-s", "doc-a") / 3600)
+    cost = {r["model"]: r for r in query(db, "SELECT * FROM train_cost")}
+    assert (cost["dfine-n"]["train_device"], cost["dfine-n"]["total_gpu_hours"]) == ("cpu", None)
+    assert cost["dfine-n"]["total_cpu_hours"] == pytest.approx(hours)
+    # dfine-n (mean 0.10) takes 4th place behind the three published results, in both marts.
+    assert (cpu["comparable"], cpu["not_comparable_because"], cpu["leaderboard_rank"]) == (True, None, 4)
+    ranks = {r["model"]: r["leaderboard_rank"] for r in query(db, "SELECT * FROM published_comparison")}
+    assert ranks == {"rfdetr-s": 1, "rfdetr-n": 2, "lwdetr-t": 3, "dfine-n": 4, "yolov9-t": None,
+                     "yolov9-s": None, "rfdetr-n-lb": None}

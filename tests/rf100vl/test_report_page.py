@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import html
+import io
+import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -9,26 +14,39 @@ import duckdb
 import pytest
 from PIL import Image
 
-from bench_assets.rf100vl.report_page import ReportSchemaError, render_report
+from bench_assets.rf100vl.report_page import (
+    ReportSchemaError,
+    fmt_sig,
+    fmt_train_time,
+    leaderboard_bars,
+    load_report_data,
+    render_report,
+)
 from tests.tables import create_sql
 
 EVIL = 'imp<script>alert("x")</script>'
+OURS_B_WHY = "3/100 RF100-VL datasets scored; recipe not protocol-conformant"
+EVIL_WHY = "4/100 RF100-VL datasets scored; protocol conformance not recorded"
 
 DDL = {
     "leaderboard": "model VARCHAR, origin VARCHAR, datasets_scored BIGINT, datasets_expected BIGINT, "
+                   "benchmark_datasets_scored BIGINT, benchmark_datasets BIGINT, "
                    "mAP50_95 DOUBLE, mAP50 DOUBLE, mAP75 DOUBLE, AR_max_det DOUBLE, median_train_minutes DOUBLE, "
-                   "gpu_hours DOUBLE, median_best_epoch DOUBLE, recipe_conformant BOOLEAN, valid_submission BOOLEAN, "
-                   "rank BIGINT",
+                   "train_hours DOUBLE, train_device VARCHAR, median_best_epoch DOUBLE, recipe_conformant BOOLEAN, "
+                   "protocol_conformant BOOLEAN, valid_submission BOOLEAN, comparable BOOLEAN, "
+                   "not_comparable_because VARCHAR, leaderboard_rank BIGINT",
     "domain_scores": "model VARCHAR, origin VARCHAR, domain VARCHAR, datasets BIGINT, mAP50_95 DOUBLE, mAP50 DOUBLE",
     "dataset_scores": "model VARCHAR, origin VARCHAR, dataset VARCHAR, domain VARCHAR, dataset_version VARCHAR, "
                       "mAP50_95 DOUBLE, mAP50 DOUBLE, mAP75 DOUBLE, AR_max_det DOUBLE, valid_mAP50_95 DOUBLE, "
                       "best_epoch BIGINT, train_minutes DOUBLE",
     "weakest_datasets": "model VARCHAR, origin VARCHAR, rank BIGINT, dataset VARCHAR, domain VARCHAR, "
                         "mAP50_95 DOUBLE",
-    "train_cost": "model VARCHAR, datasets_trained BIGINT, median_train_minutes DOUBLE, total_gpu_hours DOUBLE, "
-                  "median_best_epoch DOUBLE, mean_epochs_done DOUBLE, resumed_runs BIGINT",
+    "train_cost": "model VARCHAR, datasets_trained BIGINT, median_train_minutes DOUBLE, total_train_hours DOUBLE, "
+                  "train_device VARCHAR, median_best_epoch DOUBLE, mean_epochs_done DOUBLE, resumed_runs BIGINT",
     "published_comparison": "model VARCHAR, origin VARCHAR, family VARCHAR, size VARCHAR, mAP50_95 DOUBLE, "
-                            "datasets_scored BIGINT, rank_overall BIGINT, delta_vs_best_published DOUBLE",
+                            "datasets_scored BIGINT, benchmark_datasets_scored BIGINT, benchmark_datasets BIGINT, "
+                            "protocol_conformant BOOLEAN, comparable BOOLEAN, not_comparable_because VARCHAR, "
+                            "leaderboard_rank BIGINT, delta_vs_best_published DOUBLE",
     "model_comparison": "model_a VARCHAR, model_b VARCHAR, datasets BIGINT, mean_diff DOUBLE, ci_low DOUBLE, "
                         "ci_high DOUBLE, distinguishable BOOLEAN",
 }
@@ -47,10 +65,15 @@ SCORES = {
 def _rows() -> dict[str, list[tuple[Any, ...]]]:
     origin = {"ours-a": "ours", "ours-b": "ours", EVIL: "imported"}
     return {
+        # ours-a: comparable (100/100, conformant, GPU); ours-b: 3 datasets, off-protocol, CPU; the import: 4
+        # datasets, conformance not recorded. Only ours-a has a place among the published.
         "leaderboard": [
-            ("ours-a", "ours", 4, 4, 0.4853, 0.6512, 0.5049, 0.6, 31.25, 2.1, 47.5, True, True, 1),
-            ("ours-b", "ours", 3, 4, 0.35, 0.52, None, 0.5, 20.0, 1.0, 40.0, False, False, 2),
-            (EVIL, "imported", 4, 4, 0.225, 0.4, 0.2, 0.3, None, None, None, None, False, 3),
+            ("ours-a", "ours", 100, 100, 100, 100, 0.4853, 0.6512, 0.5049, 0.6, 31.25, 52.0833, "gpu", 47.5, True,
+             True, True, True, None, 2),
+            ("ours-b", "ours", 3, 4, 3, 100, 0.35, 0.52, None, 0.5, 20.0, 0.05372, "cpu", 40.0, False, False, False,
+             False, OURS_B_WHY, None),
+            (EVIL, "imported", 4, 100, 4, 100, 0.225, 0.4, 0.2, 0.3, None, None, None, None, None, None, False, False,
+             EVIL_WHY, None),
         ],
         "domain_scores": [
             ("ours-a", "ours", "aerial", 2, 0.475, 0.63), ("ours-a", "ours", "medical", 2, 0.4956, 0.67),
@@ -67,12 +90,14 @@ def _rows() -> dict[str, list[tuple[Any, ...]]]:
                              (EVIL, ["d4", "d3", "d2", "d1"]))
             for rank, d in enumerate(order, 1)
         ],
-        "train_cost": [("ours-a", 4, 31.25, 2.1, 47.5, 100.0, 1), ("ours-b", 3, 20.0, 1.0, 40.0, 100.0, 0)],
+        "train_cost": [("ours-a", 4, 31.25, 52.0833, "gpu", 47.5, 100.0, 1),
+                       ("ours-b", 3, 20.0, 0.05372, "cpu", 40.0, 100.0, 0)],
         "published_comparison": [
-            ("yolo-pub-l", "published", "yolo", "l", 0.4901, None, 1, 0.0),
-            ("ours-a", "ours", "ours", "s", 0.4853, 4, 2, -0.0048),
-            ("ours-b", "ours", "ours", "n", 0.35, 3, 3, -0.1401),
-            (EVIL, "imported", None, None, 0.225, 4, 4, -0.2651),
+            ("yolo-pub-l", "published", "yolo", "l", 0.4901, None, None, None, None, True, None, 1, 0.0),
+            ("ours-a", "ours", "ours", "s", 0.4853, 100, 100, 100, True, True, None, 2, -0.0048),
+            ("yolo-pub-s", "published", "yolo", "s", 0.30, None, None, None, None, True, None, 3, -0.1901),
+            ("ours-b", "ours", "ours", "n", 0.35, 3, 3, 100, False, False, OURS_B_WHY, None, -0.1401),
+            (EVIL, "imported", None, None, 0.225, 4, 4, 100, None, False, EVIL_WHY, None, -0.2651),
         ],
         "model_comparison": [
             ("ours-a", "ours-b", 3, 0.0333, -0.05, 0.1433, False),
@@ -126,12 +151,13 @@ def test_files_exist_and_pngs_are_valid(rendered: tuple[Any, str, str]) -> None:
 def test_markdown_numbers_are_x100_one_decimal(rendered: tuple[Any, str, str]) -> None:
     _, md, _ = rendered
     assert "x100 with one decimal" in md.splitlines()[2]
-    assert "| 1 | ours-a | ours | 4/4 | 48.5 | 65.1 | 50.5 | 60.0 | 31.2 | 2.1 | 47.5 | yes | yes |" in md
-    assert "| 2 | ours-b | ours | 3/4 | 35.0 | 52.0 | — | 50.0 | 20.0 | 1.0 | 40.0 | no | no |" in md  # NULL mAP75
+    assert ("| 2 | ours-a | ours | 100/100 | yes | 48.5 | 65.1 | 50.5 | 60.0 | 31.2 | 52 GPU-hours | 47.5 | yes |  |"
+            in md)
+    assert (f"| - | ours-b | ours | 3/100 | no | 35.0 | 52.0 | — | 50.0 | 20.0 | 0.054 CPU-hours | 40.0 | no | "
+            f"{OURS_B_WHY} |") in md  # NULL mAP75; 0.05372 h to two significant digits
     assert "| medical | ours-a | ours | 2 | 49.6 | 67.0 |" in md
-    assert "| 1 | yolo-pub-l | published | yolo | l | 49.0 | — | +0.0 |" in md
-    # a model over fewer than the 100 datasets a published result covers says so beside its name
-    assert "| 2 | ours-a (4/100 datasets) | ours | ours | s | 48.5 | 4 | -0.5 |" in md
+    assert "| 1 | yolo-pub-l | published | yolo | l | 49.0 | all (as published) | as published | +0.0 |  |" in md
+    assert "| 2 | ours-a | ours | ours | s | 48.5 | 100/100 | yes | -0.5 |  |" in md
     assert "| ours-a | d3 | medical | 62.0 | 20.0 | -42.0 |" in md  # the worst valid/test gap is listed
     assert "1 of 7 (model, dataset) pairs of ours differ by more than 5 points" in md
     assert "| ours-a | ours-b | 3 | +3.3 | [-5.0, +14.3] | within noise" in md
@@ -144,13 +170,89 @@ def test_markdown_numbers_are_x100_one_decimal(rendered: tuple[Any, str, str]) -
 def test_headline_and_findings(rendered: tuple[Any, str, str]) -> None:
     _, md, _ = rendered
     head = md.split("## Headline")[1].split("## Leaderboard")[0]
-    assert "- **ours-a** (ours, rank 1): mAP50-95 48.5, mAP50 65.1 on 4/4 datasets; submittable." in head
-    assert ("- **ours-b** (ours, rank 2): mAP50-95 35.0, mAP50 52.0 on 3/4 datasets; recipe not conformant to "
-            "the protocol; not submittable because:\n  - not exactly 100 datasets (3)\n  - dirty source tree") in head
+    assert ("- **ours-a** (ours, leaderboard rank 2): mAP50-95 48.5, mAP50 65.1; RF100-VL datasets 100/100; "
+            "protocol-conformant: yes; trained in 52 GPU-hours; submittable.") in head
+    assert (f"- **ours-b** (ours, not ranked: {OURS_B_WHY}): mAP50-95 35.0, mAP50 52.0; RF100-VL datasets 3/100; "
+            "protocol-conformant: no; trained in 0.054 CPU-hours; not submittable because:\n"
+            "  - not exactly 100 datasets (3)\n  - dirty source tree") in head
     assert "reasons not recorded" in head  # imported model: invalid, no submission row in the warehouse
     checks = md.split("## Failing checks")[1].split("## Headline")[0]
     assert checks.index("ERROR") < checks.index("WARN")  # errors first
     assert md.index("## Failing checks") < md.index("## Headline")
+
+
+def _md_tables(text: str) -> list[list[dict[str, str]]]:
+    """Every markdown table in `text` as rows of header -> cell text (entities decoded)."""
+    tables, block = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([html.unescape(c.strip()) for c in line.strip()[1:-1].split("|")])
+        elif block:
+            tables.append([dict(zip(block[0], row, strict=True)) for row in block[2:]])
+            block = []
+    return tables
+
+
+def _html_tables(page: str) -> list[list[dict[str, str]]]:
+    """Every HTML table in `page` as rows of header -> cell text (entities decoded)."""
+    out = []
+    for body in re.findall(r"<table>(.*?)</table>", page, flags=re.S):
+        rows = [[html.unescape(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, flags=re.S)]
+                for tr in re.findall(r"<tr>(.*?)</tr>", body, flags=re.S)]
+        out.append([dict(zip(rows[0], r, strict=True)) for r in rows[1:]])
+    return out
+
+
+def _leaderboard_of(tables: list[list[dict[str, str]]]) -> list[dict[str, str]]:
+    return next(t for t in tables if t and "Not ranked because" in t[0] and "Valid submission" in t[0])
+
+
+def test_the_markdown_view_shows_the_same_leaderboard_as_the_html_page(rendered: tuple[Any, str, str]) -> None:
+    """Dagster's "[Show Markdown]" shows summary_md: the same columns and cells as index.html's leaderboard,
+    coverage, conformance and why a row is not ranked included, and the not-submittable reasons."""
+    out, _, page = rendered
+    in_md, in_html = _leaderboard_of(_md_tables(out.summary_md)), _leaderboard_of(_html_tables(page))
+    assert in_md == in_html
+    b = next(r for r in in_md if r["Model"] == "ours-b")
+    assert (b["Rank"], b["RF100-VL datasets"], b["Protocol-conformant"], b["Not ranked because"]) == (
+        "-", "3/100", "no", OURS_B_WHY)
+    assert b["Train time"] == "0.054 CPU-hours"
+    assert "not submittable because:\n  - not exactly 100 datasets (3)\n  - dirty source tree" in out.summary_md
+
+
+def test_only_comparable_entries_are_ranked_and_the_rest_drawn_apart(tmp_path: Path) -> None:
+    data = load_report_data(make_report_db(tmp_path / "report.duckdb"))
+    ranked, apart = leaderboard_bars(data)
+    assert [b.label for b in ranked] == ["1. yolo-pub-l", "2. ours-a", "3. yolo-pub-s"]
+    # ours-b scores above yolo-pub-s (35.0 vs 30.0) yet takes no place among the published
+    assert [(b.label, b.origin) for b in apart] == [
+        ("ours-b (3/100 datasets, non-conformant)", "ours"),
+        (f"{EVIL} (4/100 datasets, conformance not recorded)", "imported")]
+    assert apart[0].value == pytest.approx(0.35)
+
+
+def test_cpu_runs_are_never_gpu_hours(rendered: tuple[Any, str, str]) -> None:
+    out, md, page = rendered
+    for text in (md, out.summary_md, page):
+        ours_b = [line for line in re.split(r"\n|</tr>", text) if "ours-b" in line and "hours" in line]
+        assert ours_b and all("CPU-hours" in line and "GPU-hours" not in line for line in ours_b)
+    cost = next(t for t in _md_tables(md) if t and "Datasets trained" in t[0])
+    assert [(r["Model"], r["Train time"]) for r in cost] == [("ours-a", "52 GPU-hours"), ("ours-b", "0.054 CPU-hours")]
+
+
+@pytest.mark.parametrize(("value", "digits", "text"), [
+    (0.3583333333333333, 2, "0.36"), (0.05372, 2, "0.054"), (1.234, 2, "1.2"), (52.0833, 2, "52"),
+    (123.4, 2, "123"), (0.0, 2, "0"), (None, 2, "—"), (0.3583333333333333, 3, "0.358"), (-0.0004, 1, "-0.0004")])
+def test_numbers_keep_meaningful_digits(value: float | None, digits: int, text: str) -> None:
+    assert fmt_sig(value, digits) == text
+
+
+def test_train_time_names_the_device() -> None:
+    assert fmt_train_time(0.1, "cpu") == "0.10 CPU-hours"
+    assert fmt_train_time(12.34, "gpu") == "12 GPU-hours"
+    assert fmt_train_time(3.0, "mixed") == "3.0 hours (CPU and GPU runs)"
+    assert fmt_train_time(0.1, None) == "0.10 hours (device not recorded)"  # never assumed to be a GPU
+    assert fmt_train_time(None, "gpu") == "—"
 
 
 def test_html_is_self_contained_and_escaped(rendered: tuple[Any, str, str]) -> None:
@@ -165,7 +267,8 @@ def test_html_is_self_contained_and_escaped(rendered: tuple[Any, str, str]) -> N
 def test_summary_fits_metadata(rendered: tuple[Any, str, str]) -> None:
     out, _, _ = rendered
     assert out.summary_md.count("![leaderboard](data:image/png;base64,") == 1
-    assert "| 1 | ours-a | ours | 4/4 | 48.5 | 65.1 | yes |" in out.summary_md
+    assert ("| 2 | ours-a | ours | 100/100 | yes | 48.5 | 65.1 | 50.5 | 60.0 | 31.2 | 52 GPU-hours | 47.5 | yes |  |"
+            in out.summary_md)
     assert len(out.summary_md.encode()) < 300_000
 
 
@@ -215,3 +318,125 @@ def test_missing_table_fails_naming_it(tmp_path: Path) -> None:
                         ddl={k: v for k, v in DDL.items() if k != "model_comparison"})
     with pytest.raises(ReportSchemaError, match="missing from schema main: model_comparison"):
         render_report(db, tmp_path / "out")
+
+
+def _epochs(n: int = 30) -> list[dict[str, Any]]:
+    return [{"epoch": e, "train_loss": 6.0 / e + 0.5, "valid_mAP50_95": None if e % 10 == 0 else min(0.6, e / 40),
+             "valid_mAP50": min(0.8, e / 30)} for e in range(1, n + 1)]
+
+
+def test_training_curves_keep_the_legend_off_the_lines_and_label_units() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from bench_assets.rf100vl.plots import CURVES_DPI, CURVES_SIZE, curve_series, curves_figure, training_curves
+
+    fig = curves_figure(_epochs(), "yolo9-t on d1 (standard)", best_epoch=24)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    legend = fig.legends[0].get_window_extent(renderer)
+    for ax in fig.axes:
+        assert not ax.get_legend()  # one figure legend for both axes, none inside them
+        assert not legend.overlaps(ax.get_window_extent(renderer))  # outside the data
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["train loss (left axis)", "valid mAP50-95 (right axis)", "valid mAP50 (right axis)",
+                      "best epoch (24)"]
+    loss_ax, map_ax = fig.axes
+    assert (loss_ax.get_xlabel(), loss_ax.get_ylabel()) == ("epoch", "train loss (LibreYOLO total, unitless)")
+    assert map_ax.get_ylabel() == "valid mAP (COCO AP x100, points)"
+    series = curve_series(_epochs())
+    assert series["valid_mAP50_95"][3] == pytest.approx(10.0)  # 0.1 drawn as 10 points, like the report
+    assert series["valid_mAP50_95"][9] != series["valid_mAP50_95"][9]  # an epoch without a value is a gap (NaN)
+    png = training_curves(_epochs(), "t", best_epoch=None)
+    with Image.open(io.BytesIO(png)) as im:
+        assert im.size == (int(CURVES_SIZE[0] * CURVES_DPI), int(CURVES_SIZE[1] * CURVES_DPI))
+    assert training_curves(_epochs(), "t", best_epoch=None) == png  # same epochs, same bytes
+
+
+# ---------------------------------------------------------------------------------------------- a real campaign
+# Synthetic artifacts -> the warehouse loader -> dbt -> the renderer: a complete conformant model, a 4-dataset
+# off-protocol CPU smoke model, and the 28 published results the warehouse ships with.
+
+
+@pytest.fixture(scope="module")
+def smoke_beside_published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    from bench_assets.platform.fsutil import atomic_write_json
+    from bench_assets.platform.warehouse import rebuild_warehouse
+    from bench_assets.report.dbt_assets import build_report_db, report_db_path
+    from bench_assets.rf100vl.submission import build_submission, submission_path
+    from tests.synthetic_campaign import make_campaign
+    from tests.tables import ALL_TABLES
+
+    home = tmp_path_factory.mktemp("smoke-beside-published")
+    make_campaign(home, n_models=2, n_datasets=100, seed=5)  # syna-t and syna-s on all 100 RF100-VL datasets
+    for d in sorted((home / "eval" / "syna-s").iterdir())[4:]:
+        shutil.rmtree(d)  # syna-s keeps 4 scored datasets: a smoke run
+    for score in home.glob("eval/syna-s/*/*.score.json"):  # on easy datasets: a mean above some published ones
+        doc = json.loads(score.read_text())
+        doc["metrics"]["mAP50_95"] = doc["reference_metrics"]["mAP50_95"] = 0.9
+        score.write_text(json.dumps(doc))
+    for stats in home.glob("runs/syna-s/*/*/stats.json"):
+        doc = json.loads(stats.read_text())
+        doc["recipe"].update(conformant=False, nonconformities=["epochs: 2 (protocol: 100)"])
+        doc["device"] = {"device": "cpu", "lane": 0}  # a CPU lane, as `bench demo` trains
+        stats.write_text(json.dumps(doc))
+    tree = {"commit": "x", "dirty": False, "changed_files": []}
+    atomic_write_json(submission_path(home, "syna-s"), build_submission(home, "syna-s", tree=tree))
+    rebuild_warehouse(home, home / "warehouse.duckdb", ALL_TABLES)
+    build_report_db(home)
+    out = render_report(report_db_path(home), home / "report", warehouse_db=home / "warehouse.duckdb")
+    return home, out
+
+
+def test_a_smoke_model_is_never_ranked_among_complete_published_results(
+        smoke_beside_published: tuple[Path, Any]) -> None:
+    from bench_assets.platform.warehouse import query
+    from bench_assets.report.dbt_assets import report_db_path
+
+    home, out = smoke_beside_published
+    db = report_db_path(home)
+    board = {r["model"]: r for r in query(db, "SELECT * FROM leaderboard")}
+    smoke, full = board["syna-s"], board["syna-t"]
+    assert (smoke["comparable"], smoke["leaderboard_rank"]) == (False, None)
+    assert smoke["not_comparable_because"] == "4/100 RF100-VL datasets scored; recipe not protocol-conformant"
+    assert (smoke["benchmark_datasets_scored"], smoke["benchmark_datasets"]) == (4, 100)
+    published = query(db, "SELECT model, mAP50_95, leaderboard_rank FROM published_comparison "
+                          "WHERE origin = 'published'")
+    assert len(published) == 28
+    assert any(p["mAP50_95"] < smoke["mAP50_95"] for p in published)  # it would have outranked some of them
+    # The complete conformant model takes its place among the published, the same in both marts; the 29 positions
+    # leave the smoke model out.
+    assert full["comparable"] is True
+    assert full["leaderboard_rank"] == 1 + sum(p["mAP50_95"] > full["mAP50_95"] for p in published)
+    beside = query(db, "SELECT model, origin, leaderboard_rank FROM published_comparison")
+    ranks = {(r["model"], r["origin"]): r["leaderboard_rank"] for r in beside}
+    assert ranks[("syna-t", "ours")] == full["leaderboard_rank"] and ranks[("syna-s", "ours")] is None
+    ladder = [p["mAP50_95"] for p in published] + [full["mAP50_95"]]  # ranked: 29 rows, ties share a rank
+    assert sorted(v for v in ranks.values() if v is not None) == sorted(1 + sum(o > v for o in ladder)
+                                                                        for v in ladder)
+
+    # The plot draws it apart (hatched panel), labelled with its coverage and conformance.
+    ranked, apart = leaderboard_bars(load_report_data(db))
+    assert [b.label for b in apart] == ["syna-s (4/100 datasets, non-conformant)"]
+    assert len(ranked) == 29 and f"{full['leaderboard_rank']}. syna-t" in [b.label for b in ranked]
+    assert out.images["leaderboard"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_smoke_model_shows_coverage_conformance_and_reasons_in_markdown_and_html(
+        smoke_beside_published: tuple[Path, Any]) -> None:
+    from bench_assets.platform.warehouse import query
+
+    home, out = smoke_beside_published
+    page, md = out.html.read_text(), out.markdown.read_text()
+    views = {"summary (Show Markdown)": _leaderboard_of(_md_tables(out.summary_md)),
+             "report.md": _leaderboard_of(_md_tables(md)), "index.html": _leaderboard_of(_html_tables(page))}
+    assert views["summary (Show Markdown)"] == views["report.md"] == views["index.html"]
+    smoke = next(r for r in views["index.html"] if r["Model"] == "syna-s")
+    assert (smoke["Rank"], smoke["RF100-VL datasets"], smoke["Protocol-conformant"]) == ("-", "4/100", "no")
+    assert smoke["Not ranked because"] == "4/100 RF100-VL datasets scored; recipe not protocol-conformant"
+    # Never GPU-hours for a CPU run: CPU-hours where the warehouse records the device, else "not recorded".
+    records_device = bool(query(home / "warehouse.duckdb", "SELECT 1 FROM information_schema.columns "
+                                                           "WHERE table_name = 'runs' AND column_name = 'device'"))
+    assert "GPU-hours" not in smoke["Train time"]
+    assert smoke["Train time"].endswith("CPU-hours" if records_device else "hours (device not recorded)")
+    for text in (out.summary_md, md, page):
+        assert "syna-s" in text and "not submittable because" in text
+        assert "the leaderboard requires exactly 100" in text  # the submission's own reason, in every view

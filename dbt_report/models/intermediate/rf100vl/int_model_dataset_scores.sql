@@ -1,5 +1,6 @@
 -- One row per (model, dataset) score the report uses, ours and imported side by side:
---   ours:     the current test-split score, with the training run whose weights it scored (by run signature);
+--   ours:     the current test-split score, with the training run whose weights it scored (by run signature)
+--             and the kind of device that run trained on;
 --   imported: the per-dataset entries of an imported submission file (no runs: train columns stay NULL).
 -- `in_campaign` keeps a model's means honest: ours average only over the datasets of the suite their
 -- registration targets (a model re-registered from `mini` to `rf100vl` keeps its old mini scores out of its
@@ -15,7 +16,7 @@ with current_test_scores as (
 runs as (
 
     -- One row per signature: an identical re-run leaves two run folders; the current (else latest) one wins.
-    select * from {{ ref('stg_warehouse__runs') }}
+    select * from {{ ref('int_runs') }}
     qualify row_number() over (
         partition by run_signature order by is_current desc, finished_at desc nulls last, run_dir
     ) = 1
@@ -37,6 +38,7 @@ ours as (
         r.best_epoch,
         r.epochs_done,
         r.wall_seconds,
+        r.device_kind as device,
         r.recipe_conformant
     from current_test_scores as s
     left join runs as r on r.run_signature = s.run_signature
@@ -58,6 +60,7 @@ imported as (
         cast(null as bigint) as best_epoch,
         cast(null as bigint) as epochs_done,
         cast(null as double) as wall_seconds,
+        cast(null as varchar) as device,
         cast(null as boolean) as recipe_conformant
     from {{ ref('stg_warehouse__submission_datasets') }}
     where origin = 'imported'
@@ -87,7 +90,9 @@ select
     u.epochs_done,
     u.wall_seconds,
     u.wall_seconds / 60.0 as train_minutes,
+    u.device,
     u.recipe_conformant,
+    (c.dataset is not null) as in_catalog,
     (u.origin = 'imported' or m.model is null or su.dataset is not null) as in_campaign
 from unioned as u
 left join {{ ref('stg_warehouse__catalog') }} as c on c.dataset = u.dataset
