@@ -107,6 +107,11 @@ class LoadedRecipe(_Strict):
     recipe: Recipe
 
 
+def recipe_names() -> list[str]:
+    """The recipe names `recipe_path` knows: `default` and every variant folder under RECIPES_DIR."""
+    return ["default", *sorted(p.name for p in RECIPES_DIR.iterdir() if p.is_dir())]
+
+
 def recipe_path(family: str, variant: str = "default") -> Path:
     """`default` -> recipes/rf100vl/<family>.json; `smoke` -> recipes/rf100vl/smoke/<family>.json;
     anything ending in .json is a path."""
@@ -119,7 +124,8 @@ def recipe_path(family: str, variant: str = "default") -> Path:
 
 def load_recipe(path: Path) -> LoadedRecipe:
     if not path.is_file():
-        raise RecipeError(f"{path}: recipe file not found; recipes live in {RECIPES_DIR}")
+        raise RecipeError(f"{path}: recipe file not found; recipes live in {RECIPES_DIR}: "
+                          f"{', '.join(recipe_names())} or a recipe file's path ending in .json")
     raw = path.read_bytes()
     try:
         recipe = Recipe.model_validate_json(raw)

@@ -86,7 +86,8 @@ def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchH
         context.log.error(f"{model_key}/{ds_name}: our predictions carry more than {MAX_DET} detections on "
                           f"{cut['images_over']} image(s), which the prediction step must never write (scored as "
                           f"pycocotools scores them; {cut['detections_cut']} detection(s) not evaluated)")
-    meta_out = {k: dg.MetadataValue.float(float(v)) for k, v in m.items() if v is not None}
+    # AP to 4 decimals for reading in the UI; the score file keeps full precision (tables and checks read it)
+    meta_out = {k: dg.MetadataValue.float(round(float(v), 4)) for k, v in m.items() if v is not None}
     meta_out.update({
         "fingerprint": dg.MetadataValue.text(rec["fingerprint"]),
         "headline_backend": dg.MetadataValue.text(rec["backend"]),

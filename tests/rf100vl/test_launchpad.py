@@ -44,3 +44,14 @@ def test_researchers_see_described_fields_and_no_fault_injection() -> None:
 def test_fault_injection_only_behind_the_environment_variable() -> None:
     fields = _config_fields(fault_injection=True)["rf100vl/checkpoint"]
     assert {"fault_oom_at_step", "fault_oom_only_above_batch", "fault_sleep_per_step_s"} <= set(fields)
+
+
+def test_a_mistyped_recipe_is_refused_with_the_names_that_exist(tmp_path) -> None:  # noqa: ANN001
+    import pytest
+
+    from bench_assets.rf100vl.models import model_recipe
+    from bench_assets.rf100vl.recipes import RecipeError
+
+    with pytest.raises(RecipeError) as err:
+        model_recipe(tmp_path, "yolo9-t", "smok")
+    assert "smok" in str(err.value) and "default, " in str(err.value) and "smoke" in str(err.value)
