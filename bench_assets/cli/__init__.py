@@ -47,6 +47,26 @@ def _datasets_parser(sub: argparse._SubParsersAction) -> None:
     ls = ds.add_parser("list", help="stored datasets: current and blocked versions")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(fn=rf100vl.cmd_list)
+    rm = ds.add_parser("remove", help="delete a dataset partition and its materialization status (files kept "
+                                      "unless --purge)")
+    rm.add_argument("name", help="dataset name (a leading dash needs `-- -grccs`)")
+    rm.add_argument("--purge", action="store_true",
+                    help="also remove its stored versions, source record, inbox entry and the runs and evaluations "
+                         "made on it under BENCH_HOME")
+    rm.set_defaults(fn=rf100vl.cmd_remove_dataset)
+
+
+def _models_parser(sub: argparse._SubParsersAction) -> None:
+    from bench_assets.cli import rf100vl  # a verb's module loads only when its parser is built
+
+    md = sub.add_parser("models", help="remove model partitions").add_subparsers(dest="models_command",
+                                                                                  required=True)
+    rm = md.add_parser("remove", help="delete a model partition and its materialization status (files kept unless "
+                                      "--purge)")
+    rm.add_argument("name", help="model key, e.g. yolo9-t")
+    rm.add_argument("--purge", action="store_true",
+                    help="also remove its runs, evaluations, registration and submission under BENCH_HOME")
+    rm.set_defaults(fn=rf100vl.cmd_remove_model)
 
 
 def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
@@ -159,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog="--verbose (anywhere): print failed steps' stack traces on the terminal "
                                        "too (they are always in the Dagster event log)")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_demo_parser, _datasets_parser, _campaign_parsers, _results_parsers, _augbench_parser,
-                _platform_parsers, _cluster_parser):
+    for add in (_demo_parser, _datasets_parser, _models_parser, _campaign_parsers, _results_parsers,
+                _augbench_parser, _platform_parsers, _cluster_parser):
         add(sub)
     return p
 

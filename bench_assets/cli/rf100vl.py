@@ -49,7 +49,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from bench_assets.platform.instance import open_instance
     from bench_assets.rf100vl.inbox import inbox_name
     from bench_assets.rf100vl.jobs import DATASET_OP
-    from bench_assets.rf100vl.partitions import register_partitions
+    from bench_assets.rf100vl.partitions import register_import
     from bench_assets.rf100vl.sources import check_dataset_name
 
     path = Path(args.path).expanduser().resolve()
@@ -59,8 +59,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         name = check_dataset_name(args.name or inbox_name(path))
     except ValueError as exc:
         return fail(f"{exc}; pass --name", 2)
-    instance = open_instance(bench_home_path())
-    register_partitions(instance, [name])
+    home = bench_home_path()
+    instance = open_instance(home)
+    register_import(instance, name, path, suite=args.suite or "", home=home)  # records the source, then the partition
     config = {"ops": {DATASET_OP: {"config": {"source": str(path), "suite": args.suite or "",
                                               "roboflow_version": args.roboflow_version or ""}}}}
     failed = materialize_datasets(instance, [name], run_config=config)
@@ -77,8 +78,9 @@ def cmd_register(args: argparse.Namespace) -> int:
         names = suite_members(args.suite)
     except KeyError as exc:
         return fail(str(exc.args[0]), 2)
-    instance = open_instance(bench_home_path())
-    new = register_partitions(instance, names)
+    home = bench_home_path()
+    instance = open_instance(home)
+    new = register_partitions(instance, names, home=home)
     print(f"suite {args.suite}: {len(names)} datasets, {len(new)} newly registered")
     if args.materialize:
         failed = materialize_datasets(instance, names)
@@ -162,6 +164,99 @@ def cmd_check_datasets(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+# --------------------------------------------------------------------------------- remove datasets / models
+
+
+def _owned_paths(home: Path, kind: str, name: str) -> list[Path]:
+    """What `--purge` removes: a dataset's versions, source record, inbox entry and the runs and evaluations made
+    on it; a model's runs, evaluations, registration and submission."""
+    from bench_assets.rf100vl.inbox import REFUSED_SUFFIX, TAR_SUFFIXES
+
+    if kind == "dataset":
+        inbox = home / "inbox"
+        return [home / "datasets" / name, home / "sources" / f"{name}.json",
+                *[inbox / f"{name}{s}" for s in ("", *TAR_SUFFIXES, REFUSED_SUFFIX)],
+                *sorted((home / "runs").glob(f"*/{name}")), *sorted((home / "eval").glob(f"*/{name}"))]
+    return [home / "runs" / name, home / "eval" / name, home / "models" / f"{name}.json",
+            home / "submissions" / f"{name}.json"]
+
+
+def _runs_in_flight(instance: Any, dimension: str, name: str) -> list[str]:
+    """Ids of queued or running runs of the partition `name` (alone, or as the `dimension` of a multi-partition)."""
+    import dagster as dg
+    from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
+
+    out = []
+    for tag in ("dagster/partition", f"dagster/partition/{dimension}"):
+        records = instance.get_run_records(dg.RunsFilter(statuses=NOT_FINISHED_STATUSES, tags={tag: name}))
+        out += [r.dagster_run.run_id for r in records]
+    return sorted(set(out))
+
+
+def remove_partition(kind: str, name: str, purge: bool) -> int:
+    """`bench datasets|models remove NAME [--purge]`: delete the partition and its status (every event record and
+    check result of its partition keys, on every asset partitioned by it), keep the files unless `purge`. The
+    purge moves every path into one scratch folder first and the partition is removed only when all moved (a
+    failure moves them back), so a remove happens whole or not at all."""
+    from bench_assets.cli.location import load_for_runs
+    from bench_assets.platform.fsutil import remove_path, staging_dir
+    from bench_assets.platform.instance import open_instance, remove_partitions
+    from bench_assets.rf100vl.partition_guard import partition_assets
+    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
+    from bench_assets.rf100vl.sources import NAME_RE
+
+    partitions_name = DATASET_PARTITIONS_NAME if kind == "dataset" else MODEL_PARTITIONS_NAME
+    home = bench_home_path()
+    instance = open_instance(home)
+    is_partition = name in instance.get_dynamic_partitions(partitions_name)
+    # Only a plain name can own files (never a path: `../x` stays a partition name, not a folder to delete).
+    owned = [p for p in _owned_paths(home, kind, name) if p.exists() or p.is_symlink()] if NAME_RE.match(name) else []
+    if not is_partition and not owned:
+        listing = "`bench datasets list`" if kind == "dataset" else f"{home / 'models'}"
+        return fail(f"unknown {kind} {name!r}: no partition of {partitions_name} and no stored files under {home} "
+                    f"by that name; nothing removed ({listing} shows what there is)")
+    busy = _runs_in_flight(instance, kind, name)
+    if busy:
+        return fail(f"{kind} {name!r} has {len(busy)} run(s) queued or running ({', '.join(busy)}); nothing removed: "
+                    "wait for them or terminate them in the UI, then remove it")
+    assets = partition_assets(load_for_runs().resolve_asset_graph())
+    purged = owned if purge else []
+    with staging_dir(home, "purge") as trash:
+        moved: list[tuple[Path, Path]] = []
+        try:
+            for i, path in enumerate(purged):
+                dest = trash / f"{i}-{path.name}"
+                os.rename(path, dest)
+                moved.append((path, dest))
+            wiped = remove_partitions(instance, partitions_name, [name], assets)
+        except BaseException:
+            for path, dest in reversed(moved):
+                os.rename(dest, path)
+            raise
+        for _, dest in moved:
+            remove_path(dest)
+    print(f"{kind} {name}: " + (f"partition removed from {partitions_name}" if is_partition
+                                else f"was not a partition of {partitions_name}")
+          + f"; status wiped ({wiped['events']} event record(s), {wiped['check_executions']} check result(s))")
+    rel = [p.relative_to(home).as_posix() for p in owned]
+    if purge:
+        for r in rel:
+            print(f"  removed {r}")
+        if rel:
+            print("  `bench report` rebuilds the warehouse and the report without them")
+    elif rel:
+        print("  files kept (`--purge` removes them): " + ", ".join(rel))
+    return 0
+
+
+def cmd_remove_dataset(args: argparse.Namespace) -> int:
+    return remove_partition("dataset", args.name, args.purge)
+
+
+def cmd_remove_model(args: argparse.Namespace) -> int:
+    return remove_partition("model", args.name, args.purge)
+
+
 # ------------------------------------------------------------------------------------------ train / campaign
 
 
@@ -182,8 +277,8 @@ def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, s
     if suite == "mini":
         for n in names:
             register(home / "sources", n, SourceSpec(kind="mini", suites=["mini"]))
-    register_partitions(instance, names)
-    register_model_partition(instance, model)
+    register_partitions(instance, names, home=home)
+    register_model_partition(instance, model, home=home)
     missing = [n for n in names if current_version(home / "datasets", n) is None]
     failed = materialize_datasets(instance, missing) if missing else []
     return [n for n in names if n not in failed]
@@ -351,7 +446,10 @@ def cmd_submission_build(args: argparse.Namespace) -> int:
 
     home = bench_home_path()
     instance = open_instance(home)
-    register_model_partition(instance, args.model)
+    try:
+        register_model_partition(instance, args.model, home=home)
+    except ValueError as exc:
+        return fail(str(exc), 2)
     code = _build_submission(instance, args.model)
     if code == 0:
         doc = json.loads(submission_path(home, args.model).read_text())

@@ -184,3 +184,80 @@ def add_partitions(instance: dg.DagsterInstance, partitions_name: str, names: li
     if new:
         instance.add_dynamic_partitions(partitions_name, new)
     return new
+
+
+def _keys_of(partitions_def: Any, partitions_name: str, names: set[str], stored: set[str]) -> list[str]:
+    """The stored partition keys of an asset partitioned by `partitions_def` that involve one of `names` of the
+    dynamic partition set `partitions_name`: the key itself, or a multi-partition key with it in that dimension."""
+    import dagster as dg
+
+    if isinstance(partitions_def, dg.DynamicPartitionsDefinition):
+        return sorted(stored & names) if partitions_def.name == partitions_name else []
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        # Multi-partition keys are stored as the dimensions' keys joined by "|" in the definition's dimension order.
+        dims = [i for i, d in enumerate(partitions_def.partitions_defs)
+                if isinstance(d.partitions_def, dg.DynamicPartitionsDefinition)
+                and d.partitions_def.name == partitions_name]
+        width = len(partitions_def.partitions_defs)
+        return sorted(k for k in stored if len(parts := k.split("|")) == width and any(parts[i] in names for i in dims))
+    return []
+
+
+def remove_partitions(instance: dg.DagsterInstance, partitions_name: str, names: list[str],
+                      assets: list[tuple[dg.AssetKey, Any]]) -> dict[str, int]:
+    """Delete the dynamic partitions `names` of `partitions_name` and wipe their status: every event record
+    (materializations, planned and failed materializations, observations, their tags) and check execution of
+    those partition keys of each asset in `assets` ((asset key, partitions definition) pairs: partitioned by the
+    set alone or as a dimension of a multi-partition), then each touched asset's cached partition status, so a
+    name added again later starts unmaterialized. Run records and their logs stay (the history of what ran).
+
+    Dagster 1.13's `instance.wipe_asset_partitions` raises NotImplementedError on its SQL event logs (sqlite,
+    PostgreSQL), so the records are deleted here through the storage's index connection, as its own
+    `wipe_asset` and `delete_events` do. Returns the number of event records and check executions removed.
+    """
+    import sqlalchemy as db
+    from dagster._core.storage.event_log.schema import (
+        AssetCheckExecutionsTable,
+        AssetEventTagsTable,
+        AssetKeyTable,
+        SqlEventLogStorageTable,
+    )
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    storage = instance.event_log_storage
+    removed = {"events": 0, "check_executions": 0}
+    wanted = set(names)
+    if not isinstance(storage, SqlEventLogStorage):
+        raise TypeError(f"cannot wipe partition status in a {type(storage).__name__} event log")
+    has_checks = storage.has_table("asset_check_executions")
+    for asset_key, partitions_def in assets:
+        if partitions_def is None:
+            continue
+        key = asset_key.to_string()
+        ev, chk = SqlEventLogStorageTable, AssetCheckExecutionsTable
+        with storage.index_connection() as conn:
+            stored = {r[0] for r in conn.execute(
+                db.select(ev.c.partition).where(ev.c.asset_key == key, ev.c.partition.isnot(None)).distinct())}
+            if has_checks:
+                stored |= {r[0] for r in conn.execute(
+                    db.select(chk.c.partition).where(chk.c.asset_key == key, chk.c.partition.isnot(None)).distinct())}
+            keys = _keys_of(partitions_def, partitions_name, wanted, stored)
+            if not keys:
+                continue
+            ids = [r[0] for r in conn.execute(db.select(ev.c.id).where(ev.c.asset_key == key,
+                                                                     ev.c.partition.in_(keys)))]
+            if ids:
+                conn.execute(AssetEventTagsTable.delete().where(AssetEventTagsTable.c.event_id.in_(ids)))
+                conn.execute(ev.delete().where(ev.c.id.in_(ids)))
+            if has_checks:
+                removed["check_executions"] += conn.execute(
+                    chk.delete().where(chk.c.asset_key == key, chk.c.partition.in_(keys))).rowcount or 0
+            # The asset's latest materialization may have been one of them: without the stored copy, Dagster
+            # reads the latest from the event log, which no longer has it.
+            conn.execute(AssetKeyTable.update().values(last_materialization=None)
+                         .where(AssetKeyTable.c.asset_key == key))
+        removed["events"] += len(ids)
+        storage.wipe_asset_cached_status(asset_key)
+    for name in names:
+        instance.delete_dynamic_partition(partitions_name, name)
+    return removed

@@ -11,6 +11,7 @@ from bench_assets.rf100vl.checkpoint_assets import checkpoint, labels_reached_lo
 from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.jobs import JOBS
+from bench_assets.rf100vl.partition_guard import rf100vl_partition_guard
 from bench_assets.rf100vl.prediction_assets import predicted_classes_exist, predictions
 from bench_assets.rf100vl.report_page import MARTS, render_page
 from bench_assets.rf100vl.schedules import (
@@ -30,7 +31,7 @@ defs = dg.Definitions(
     asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, training_finished, predicted_classes_exist,
                   score_well_formed],
     jobs=list(JOBS),
-    sensors=[inbox_sensor, rescore_on_scoring_change,
+    sensors=[inbox_sensor, rescore_on_scoring_change, rf100vl_partition_guard,
              dg.AutomationConditionSensorDefinition(  # the campaign view refreshes itself when a score lands
                  "rf100vl_automation", target=[campaign_status], default_status=dg.DefaultSensorStatus.RUNNING,
                  minimum_interval_seconds=30)],
