@@ -6,13 +6,14 @@ import dagster as dg
 
 from bench_assets.augbench.assets import cells_complete, media, results
 from bench_assets.augbench.jobs import media_job, results_job
+from bench_assets.augbench.partitions import augbench_partition_guard
 from bench_assets.augbench.report_assets import paper_report
 from bench_assets.augbench.warehouse_check_assets import augbench_warehouse_checks
 from bench_assets.augbench.warehouse_tables import TABLES
 from bench_assets.platform.contribution import FamilyContribution
 
 defs = dg.Definitions(assets=[media, results, paper_report], asset_checks=[cells_complete],
-                      jobs=[media_job, results_job])
+                      jobs=[media_job, results_job], sensors=[augbench_partition_guard])
 
 contribution = FamilyContribution(name="augbench", tables=TABLES, reads=(results,),
                                   warehouse_checks=tuple(augbench_warehouse_checks))

@@ -25,12 +25,21 @@ def _models() -> list[str] | None:
 def plan_backfill(home, instance: dg.DagsterInstance, models: list[str] | None  # noqa: ANN001
                   ) -> tuple[list[str], list[tuple[str, str, int, str]]]:
     """(datasets with no stored version, [(dataset, model, train images, state)] to run, longest first)."""
-    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
+    from bench_assets.rf100vl.partitions import (
+        DATASET_PARTITIONS_NAME,
+        known_names,
+        register_model_partition,
+        register_partitions,
+        unknown_names,
+    )
 
     needs_data: set[str] = set()
     todo: list[tuple[str, str, int, str]] = []
+    known = known_names(home)
     for prog in campaign_progress(home, instance, models):
         names = [d for d, s in prog.states.items() if s in ("missing", "failed")]
+        gone = unknown_names(DATASET_PARTITIONS_NAME, names, known)  # removed since the model listed them
+        names = [n for n in names if n not in gone]
         if not names:
             continue
         register_partitions(instance, names)

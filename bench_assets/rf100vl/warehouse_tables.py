@@ -54,7 +54,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "physical_batch": "BIGINT", "effective_batch": "BIGINT", "accumulation": "BIGINT", "imgsz": "BIGINT",
         "amp": "BOOLEAN", "wall_seconds": "DOUBLE", "resumed": "BOOLEAN", "train_images": "BIGINT",
         "max_annotations_per_image": "BIGINT", "best_checkpoint": "VARCHAR", "best_checkpoint_sha256": "VARCHAR",
-        "started": "VARCHAR", "finished": "VARCHAR", "run_dir": "VARCHAR", "worker": "VARCHAR",
+        "started": "VARCHAR", "finished": "VARCHAR", "run_dir": "VARCHAR", "worker": "VARCHAR", "device": "VARCHAR",
     },
     "epochs": {
         "model": "VARCHAR", "dataset": "VARCHAR", "run_signature": "VARCHAR", "epoch": "BIGINT",
@@ -199,6 +199,7 @@ def _run_rows(home: Path) -> pd.DataFrame:
             "best_checkpoint": st["best_checkpoint"], "best_checkpoint_sha256": st["best_checkpoint_sha256"],
             "started": st["started"], "finished": st["finished"], "run_dir": str(run_dir),
             "worker": st.get("worker"),  # runs trained before the cluster existed have none
+            "device": (st.get("device") or {}).get("device"),  # "cpu" on a CPU lane, a CUDA device otherwise
         })
     return pd.DataFrame(rows)
 

@@ -537,25 +537,7 @@ def test_only_comparable_rows_get_a_leaderboard_rank_and_the_others_say_why(buil
     assert board["yolov9-t"]["train_hours"] == pytest.approx(board["yolov9-t"]["gpu_hours"])
 
 
-def _project_with_run_devices(tmp_path: Path) -> Path:
-    """A copy of the dbt project whose staging selects the runs table's `device` (the loader change that records
-    stats.json's device.device in the warehouse; docs/report.md)."""
-    from bench_assets.report.dbt_assets import DBT_PROJECT_DIR
-
-    project = tmp_path / "dbt_report"
-    shutil.copytree(DBT_PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
-    staging = project / "models" / "staging" / "rf100vl" / "stg_warehouse__runs.sql"
-    text = staging.read_text()
-    assert "    worker\n" in text
-    staging.write_text(text.replace("    worker\n", "    worker,\n    device\n"))
-    return project
-
-
-def test_hours_follow_the_device_runs_record_and_a_complete_conformant_model_is_ranked(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench_assets.report import dbt_assets
-
-    monkeypatch.setattr(dbt_assets, "DBT_PROJECT_DIR", _project_with_run_devices(tmp_path))
+def test_hours_follow_the_device_runs_record_and_a_complete_conformant_model_is_ranked(tmp_path: Path) -> None:
     rows = warehouse_rows()
     # dfine-n scored exactly the catalogue (narrowed to its 3 datasets), conformant: comparable.
     rows["catalog"] = [r for r in rows["catalog"] if r["dataset"] in OURS["dfine-n"]]
@@ -564,7 +546,6 @@ def test_hours_follow_the_device_runs_record_and_a_complete_conformant_model_is_
     write_warehouse(home / "warehouse.duckdb", rows)
     device = {"dfine-n": "cpu", "yolov9-t": "0", "yolov9-s": "0"}  # stats.json: "cpu" or the lane's CUDA device
     with duckdb.connect(str(home / "warehouse.duckdb")) as con:
-        con.execute("ALTER TABLE runs ADD COLUMN device VARCHAR")
         for model, dev in device.items():
             con.execute("UPDATE runs SET device = ? WHERE model = ?", [dev, model])
         con.execute("UPDATE runs SET device = 'cpu' WHERE model = 'yolov9-s' AND dataset = 'doc-a'")

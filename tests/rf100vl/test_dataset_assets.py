@@ -14,7 +14,7 @@ from bench_assets.cli.location import run_job
 from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.report.jobs import warehouse_job
 from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job
-from bench_assets.rf100vl.partitions import register_partitions
+from bench_assets.rf100vl.partitions import register_import, register_partitions
 from tests.conftest import CORPUS, broken
 from tests.tables import ALL_TABLES
 
@@ -22,7 +22,7 @@ DATASET_KEY = dg.AssetKey(["rf100vl", "dataset"])
 
 
 def _import(instance, name: str, path: Path):  # noqa: ANN001, ANN202
-    register_partitions(instance, [name])
+    register_import(instance, name, path)
     cfg = {"ops": {DATASET_OP: {"config": {"source": str(path)}}}}
     return run_job(instance, dataset_job, partition_key=name, run_config=cfg)
 

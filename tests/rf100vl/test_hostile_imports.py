@@ -24,7 +24,7 @@ import pytest
 from bench_assets.cli.location import run_job
 from bench_assets.rf100vl.inbox import refusal_marker
 from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job
-from bench_assets.rf100vl.partitions import register_partitions
+from bench_assets.rf100vl.partitions import register_import, register_partitions
 from bench_assets.rf100vl.sensors import inbox_requests, inbox_sensor
 from resources.bench_home import BenchHome
 from tests.conftest import CORPUS
@@ -74,7 +74,10 @@ def _plant_victim(case_root: Path) -> Path:
 
 
 def _import(instance, name: str, source: Path | None = None):  # noqa: ANN001, ANN202
-    register_partitions(instance, [name])
+    if source:
+        register_import(instance, name, source)  # records where it comes from, so the name is known
+    else:
+        register_partitions(instance, [name])
     cfg = {"ops": {DATASET_OP: {"config": {"source": str(source)}}}} if source else None
     return run_job(instance, dataset_job, partition_key=name, run_config=cfg)
 

@@ -25,9 +25,11 @@ from PIL import Image
 from bench_assets.cli.location import run_job
 from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.rf100vl import sanity, scoring
+from bench_assets.rf100vl.evaluation import current_predictions_meta
 from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job, eval_job, train_job
-from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
+from bench_assets.rf100vl.partitions import register_import, register_model_partition
 from bench_assets.rf100vl.recipes import RECIPES_DIR
+from bench_assets.rf100vl.score_assets import compute_scores
 from bench_assets.rf100vl.store import load_record
 from tests.conftest import broken
 
@@ -40,7 +42,7 @@ def _key(ds: str) -> dg.MultiPartitionKey:
 
 
 def _import(instance, name: str, path: Path):  # noqa: ANN001, ANN202
-    register_partitions(instance, [name])
+    register_import(instance, name, path)
     return run_job(instance, dataset_job, partition_key=name,
                    run_config={"ops": {DATASET_OP: {"config": {"source": str(path)}}}})
 
@@ -150,7 +152,9 @@ def _hand_written_run(home: Path, ds: str, box: list[float], version: str) -> Pa
     """A finished run as the checkpoint asset leaves it (stats.json, result.json, CURRENT), trained on `version`."""
     run_dir = home / "runs" / MODEL / ds / "0123456789abcdef"
     atomic_write_json(run_dir / "stats.json", {"model": MODEL, "dataset": ds, "dataset_version": version,
-                                               "signature_fields": {"imgsz": 640}})
+                                               "signature_fields": {"imgsz": 640, "patience": 0},
+                                               "epochs": len(box), "epochs_done": len(box),
+                                               "valid_mAP50_95": 0.25, "recipe": {"conformant": True}})
     atomic_write_json(run_dir / "result.json", {"status": "done", "epochs": _epochs(*box)})
     (run_dir.parent / "CURRENT").write_text(run_dir.name + "\n")
     return run_dir
@@ -309,6 +313,7 @@ def test_predictions_file_with_an_unknown_category_fails_its_check(instance, ben
     test = json.loads((rec.path / "test" / "_annotations.coco.json").read_text())
     dets = sanity.ground_truth_as_predictions(test, 500)[1]
     path = _write_predictions(bench_home, "ds", rec.version, dets)
+    compute_scores(bench_home, MODEL, "ds", current_predictions_meta(bench_home, MODEL, "ds"))  # and its score
     assert run_job(instance, eval_job, partition_key=_key("ds"), checks_only=True).success
     assert _check(instance, ["rf100vl", "predictions"], "predicted_classes_exist", str(_key("ds")))[0] is True
 

@@ -25,5 +25,6 @@ select
     cast(started as timestamp) as started_at,
     cast(finished as timestamp) as finished_at,
     run_dir,
-    worker
+    worker,
+    device
 from {{ source('warehouse', 'runs') }}
