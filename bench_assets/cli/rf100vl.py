@@ -366,23 +366,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return _campaign(args, campaign_job)
 
 
-def _lanes_here(home: Path) -> int:
-    """The lanes campaigns run on: the cluster's while one is up, else this machine's."""
-    from bench_assets.platform.cluster.layout import load_state
-    from resources.lanes import lanes_from_env
-
-    state = load_state(home)
-    return state.total_lanes if state is not None else len(lanes_from_env())
-
-
 def cmd_status(args: argparse.Namespace) -> int:
     """Per model: done / running / queued / failed / missing partitions of its suite, and an ETA (the lane
     planner's makespan of what is left: cost_model.py, lane_plan.py)."""
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.progress import campaign_progress, format_progress, remaining_eta
+    from bench_assets.rf100vl.progress import campaign_lanes, campaign_progress, format_progress, remaining_eta
 
     home = bench_home_path()
-    lanes = _lanes_here(home)
+    lanes = campaign_lanes(home)
     progress = campaign_progress(home, open_instance(home), [args.model] if args.model else None)
     etas = {p.model: remaining_eta(home, p, lanes) for p in progress}
     if args.json:
