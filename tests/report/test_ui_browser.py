@@ -355,3 +355,106 @@ def test_a_planted_defect_turns_selection_vs_test_red(ui: Ui, page: Any) -> None
             path.write_bytes(data)
         good = _execute(ui.instance, warehouse_job)
         assert good.success, good.errors
+
+
+def _open_launch_dialog(page: Any, asset: str) -> Any:
+    """Click the asset page's "Materialize..." and return the launch dialog. When upstream assets were never
+    materialized (a campaign made from files, as here), Dagster asks "Are you sure?" first: confirm it."""
+    page.goto(f"/assets/{asset}")
+    page.get_by_role("button", name="Materialize…").first.click()
+    launch = page.get_by_role("dialog").filter(has_text="Launch runs to materialize")
+    confirm = page.get_by_role("button", name="Confirm")
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not launch.is_visible():
+        assert time.monotonic() < deadline, page.locator("body").inner_text()[-2000:]
+        if confirm.is_visible():
+            confirm.click()
+        page.wait_for_timeout(300)
+    return launch
+
+
+def _latest_materialization(instance: Any, asset: str) -> float:
+    import dagster as dg
+
+    event = instance.get_latest_materialization_event(dg.AssetKey(asset.split("/")))
+    return event.timestamp if event is not None else 0.0
+
+
+def _wait(what: str, ready: Any, timeout_s: float, ui: Ui) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = ready()
+        if value:
+            return value
+        time.sleep(2)
+    raise AssertionError(f"{what} did not happen within {timeout_s:.0f} s\n{ui.log_tail()}")
+
+
+def test_a_ui_materialization_reaches_the_leaderboard_without_a_manual_step(ui: Ui, page: Any) -> None:
+    """Materialize rf100vl/submission for every model from its asset page ("Materialize..." -> "All" -> "Launch
+    backfill"); the backfill finishes, and the report's automation (the daemon of `bench ui` evaluating
+    `report_automation`) rebuilds the warehouse and the leaderboard mart after it, with nobody launching them."""
+    from bench_assets.rf100vl.models import iter_entries
+    from bench_assets.rf100vl.partitions import register_model_partition
+
+    for entry in iter_entries(ui.home):
+        register_model_partition(ui.instance, entry.model)
+    before = _latest_materialization(ui.instance, LEADERBOARD)
+    backfills = "{ partitionBackfillsOrError(limit: 5) { ... on PartitionBackfills { results { id status } } } }"
+    known = {b["id"] for b in _query(ui.url, backfills)["partitionBackfillsOrError"]["results"]}
+
+    dialog = _open_launch_dialog(page, "rf100vl/submission")
+    everything = f"{N_MODELS} partitions"
+    deadline = time.monotonic() + 60
+    while everything not in dialog.inner_text():  # "All" does nothing until the dialog has loaded the partitions
+        assert time.monotonic() < deadline, dialog.inner_text()
+        dialog.get_by_role("button", name="All", exact=True).first.click()
+        page.wait_for_timeout(1000)
+    _shot(page, "materialize_dialog")
+    dialog.get_by_role("button", name="Launch backfill").click()
+
+    def finished() -> str | None:
+        rows = _query(ui.url, backfills)["partitionBackfillsOrError"]["results"]
+        new = [b for b in rows if b["id"] not in known]
+        return new[0]["status"] if new and new[0]["status"] not in ("REQUESTED", "CANCELING", "FAILING") else None
+
+    assert _wait("the UI backfill of rf100vl/submission", finished, 300, ui) == "COMPLETED_SUCCESS"
+    submitted = _latest_materialization(ui.instance, "rf100vl/submission")
+    assert submitted > before
+    _wait("the leaderboard mart rebuilt by the automation", lambda: _latest_materialization(
+        ui.instance, LEADERBOARD) > submitted, 420, ui)
+    assert _latest_materialization(ui.instance, "report/warehouse") > submitted
+    _assert_materialized(page, LEADERBOARD)
+    _shot(page, "leaderboard_refreshed")
+
+
+def test_a_partition_name_typed_in_the_ui_that_names_nothing_is_removed_with_the_reason(ui: Ui, page: Any) -> None:
+    """"Add a partition" in the launch dialog accepts any name (Dagster cannot refuse it there); the
+    rf100vl_partition_guard sensor, run by the daemon of `bench ui`, removes a name that is no known dataset and
+    says why in its tick, while the real partitions stay."""
+    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME, register_partitions
+
+    bad = "not-a-dataset"
+    register_partitions(ui.instance, _datasets_of(ui.home))  # real ones, which the guard must keep
+    dialog = _open_launch_dialog(page, "rf100vl/checkpoint")
+    dialog.get_by_text("Add a partition").first.click()  # the dataset dimension's
+    add = page.get_by_role("dialog").filter(has_text="Add a partition for rf100vl_dataset")
+    add.get_by_role("textbox").fill(bad)
+    _shot(page, "add_partition")
+    add.get_by_role("button", name="Save").click()
+
+    def added() -> bool:
+        return bad in ui.instance.get_dynamic_partitions(DATASET_PARTITIONS_NAME)
+
+    _wait("the UI adding the partition", added, 60, ui)
+    _wait("the guard removing the unknown partition", lambda: not added(), 180, ui)
+    assert set(_datasets_of(ui.home)) <= set(ui.instance.get_dynamic_partitions(DATASET_PARTITIONS_NAME))
+    ticks = _query(ui.url, """{ sensorOrError(sensorSelector: {repositoryLocationName: "bench",
+        repositoryName: "__repository__", sensorName: "rf100vl_partition_guard"}) {
+        ... on Sensor { sensorState { ticks(limit: 20) { status skipReason } } } } }""")
+    reasons = [t["skipReason"] or "" for t in ticks["sensorOrError"]["sensorState"]["ticks"]]
+    assert any(bad in r and "not a known dataset" in r for r in reasons), reasons
+
+
+def _datasets_of(home: Path) -> list[str]:
+    return sorted(p.name for p in (home / "datasets").iterdir() if p.is_dir())
