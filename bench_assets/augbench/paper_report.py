@@ -699,13 +699,12 @@ def _draw_coverage_panel(ax: Any, cfg: _Config, colours: dict[str, Any]) -> None
         if not (point := _point(r)):
             continue
         share, rate = point
-        ax.scatter([100 * share], [rate], s=40, color=colours[r["library"]], label=lib_name(r["library"]), zorder=3)
-        ax.annotate(lib_name(r["library"]), (100 * share, rate), xytext=(4, 3), textcoords="offset points",
-                    fontsize=7)
+        ax.scatter([100 * share], [rate], s=40, color=colours[r["library"]], label=lib_name(r["library"]), zorder=3,
+                   edgecolors="white", linewidths=0.5)
     ax.set_yscale("log")
     ax.margins(y=0.15)
     _log_axis(ax.yaxis)
-    ax.set_xlim(-5, 125)  # room for the labels of libraries at 100%
+    ax.set_xlim(-5, 105)
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.set_title(cfg.name, fontsize=9)
     ax.set_xlabel("planned cells measured (%)")
@@ -727,6 +726,14 @@ def plot_coverage(data: _PaperData, dpi: int = DPI) -> bytes:
                 ax.set_axis_off()
                 continue
             _draw_coverage_panel(ax, configs[k], colours)
+        # One legend for every panel, below them: labels beside the points overlapped where libraries sit close
+        # (the 9-channel config: several at 100% with similar rates).
+        handles = {}
+        for ax in axes.flat:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                handles.setdefault(label, handle)
+        fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncols=min(6, len(handles)),
+                   frameon=False)
         fig.suptitle("Coverage vs throughput per library")
         return figure_png(fig, dpi)
 
