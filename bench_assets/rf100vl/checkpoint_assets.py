@@ -4,6 +4,7 @@
 import json
 import os
 import warnings
+from enum import Enum
 from pathlib import Path
 
 import dagster as dg
@@ -18,7 +19,7 @@ from bench_assets.rf100vl.launcher import log_tail, run_child
 from bench_assets.rf100vl.models import model_recipe
 from bench_assets.rf100vl.partitions import dataset_model_partitions, on_dataset, split_key
 from bench_assets.rf100vl.plots import png_markdown, training_curves
-from bench_assets.rf100vl.recipes import RecipeError
+from bench_assets.rf100vl.recipes import RecipeError, recipe_names
 from bench_assets.rf100vl.specs import TrainSpec
 from bench_assets.rf100vl.store import load_record
 from bench_assets.rf100vl.training import (
@@ -41,10 +42,15 @@ TRAIN_CHILD = "bench_assets.rf100vl.child.train"
 warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec")
 
 
+# The recipe names a launch may choose, as an enum: Dagster validates run config before it creates a run, so a
+# mistyped name is refused in the launchpad and never becomes a failed run that marks a good partition Failed.
+RecipeChoice = Enum("RecipeChoice", {n: n for n in ("registered", *recipe_names())})
+
+
 class CheckpointConfig(dg.Config):
-    recipe: str = Field(default="", description="Leave empty to train with the model's registered recipe; or "
-                        "`default` (the RF100-VL protocol), `smoke` (a short CPU run, not conformant) or a recipe "
-                        "file's path. Checked before training starts.")
+    recipe: RecipeChoice = Field(default=RecipeChoice["registered"], description="`registered`: the recipe the "
+                                 "model was registered with (bench campaign/train --recipe); or `default` (the "
+                                 "RF100-VL protocol), `smoke` (a short CPU run, not conformant), `gpu-smoke`.")
     force: bool = Field(default=False, description="Retrain even when a finished run with the same signature "
                         "(model, recipe, dataset version, code) exists; otherwise that run is reused.")
     timeout_minutes: float = Field(default=24 * 60.0, description="Wall-clock limit of the training child, minutes; "
@@ -103,7 +109,8 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointRunConfig, h
     if record is None:
         raise dg.Failure(f"dataset {ds_name!r} has no stored version; materialize rf100vl/dataset first")
     try:
-        model, recipe = model_recipe(home.path, model_key, config.recipe)
+        override = "" if config.recipe == RecipeChoice["registered"] else config.recipe.value
+        model, recipe = model_recipe(home.path, model_key, override)
     except (RecipeError, ValueError) as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     if not recipe.recipe.conformant:

@@ -38,7 +38,7 @@ def test_researchers_see_described_fields_and_no_fault_injection() -> None:
     for asset, described in fields.items():
         for name, description in described.items():
             assert description and len(description) > 20, f"{asset}.{name} has no description for the launchpad"
-    assert "registered recipe" in fields["rf100vl/checkpoint"]["recipe"]
+    assert "registered" in fields["rf100vl/checkpoint"]["recipe"]
 
 
 def test_fault_injection_only_behind_the_environment_variable() -> None:
@@ -55,3 +55,23 @@ def test_a_mistyped_recipe_is_refused_with_the_names_that_exist(tmp_path) -> Non
     with pytest.raises(RecipeError) as err:
         model_recipe(tmp_path, "yolo9-t", "smok")
     assert "smok" in str(err.value) and "default, " in str(err.value) and "smoke" in str(err.value)
+
+
+def test_a_mistyped_recipe_in_the_launchpad_never_becomes_a_run() -> None:
+    """The recipe is an enum of the names that exist: Dagster refuses the config before it creates the run, so no
+    failed run marks the partition's good earlier materialization Failed."""
+    import dagster as dg
+    import pytest
+
+    from bench_assets.rf100vl.jobs import train_job
+    from definitions import defs
+
+    job = defs.resolve_job_def(train_job.name)
+
+    def config(recipe: str) -> dict:
+        return {"ops": {"rf100vl__checkpoint": {"config": {"recipe": recipe}}}}
+
+    for good in ("registered", "default", "smoke"):
+        dg.validate_run_config(job, config(good))
+    with pytest.raises(dg.DagsterInvalidConfigError, match="smok"):
+        dg.validate_run_config(job, config("smok"))
