@@ -2,7 +2,9 @@
 self-contained HTML page, plots), rendered from the dbt marts, with every failing asset check listed first."""
 
 
+import re
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import dagster as dg
 
@@ -13,6 +15,7 @@ from bench_assets.platform.report_pages import PageInputs
 from resources.bench_home import BenchHome
 
 FRESH_CHECK = "marts_fresh"
+IMAGE_LINK = re.compile(r"!\[([^\]]*)\]\(([^)\s]+\.png)\)")
 
 
 def marts_fresh(warehouse_at: float | None, marts_at: dict[str, float | None]) -> Finding:
@@ -74,6 +77,7 @@ def rendered_asset(contributions: Sequence[FamilyContribution],
                              + f", {len(findings)} failing checks")
             metadata.update({
                 "report": dg.MetadataValue.md(out.summary_md),
+                "full_report": dg.MetadataValue.md(inline_images(out.markdown.read_text(), out.markdown.parent)),
                 "html": dg.MetadataValue.path(str(out.html)),
                 "markdown": dg.MetadataValue.path(str(out.markdown)),
                 **{k: dg.MetadataValue.int(n) for k, n in out.counts.items()},
@@ -86,6 +90,20 @@ def rendered_asset(contributions: Sequence[FamilyContribution],
             metadata=fresh.metadata)])
 
     return rendered
+
+
+def inline_images(markdown: str, folder: Path) -> str:
+    """`markdown` with every image it links from `folder` embedded as a data URI, so the whole report, plots
+    included, reads in the UI's metadata panel (a relative link would point at nothing there)."""
+    import base64
+
+    def embed(match: re.Match[str]) -> str:
+        path = folder / match.group(2)
+        if match.group(2).startswith(("data:", "http:", "https:", "/")) or not path.is_file():
+            return match.group(0)
+        return f"![{match.group(1)}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+
+    return IMAGE_LINK.sub(embed, markdown)
 
 
 def _materialized_at(instance: dg.DagsterInstance, key: dg.AssetKey) -> float | None:
