@@ -3,6 +3,7 @@ VENV := .venv
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
+TEST_WORKERS ?= 2  # pytest-xdist workers for `make test` (the servers and training children wait a lot)
 
 .PHONY: setup demo test ui benchmarks lint
 
@@ -15,7 +16,7 @@ demo: setup
 test: setup
 	@scripts/system_deps.sh  # Chromium (browser test), Redis and PostgreSQL (cluster test): Debian packages
 	$(VENV)/bin/lint-imports  # the architecture contract (pyproject.toml [tool.importlinter], docs/architecture.md)
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS)  # a file's tests stay on one worker (--dist loadfile)
 
 ui: setup
 	$(VENV)/bin/bench ui
