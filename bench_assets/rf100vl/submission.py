@@ -550,6 +550,8 @@ def _leaderboard_reasons(sub: Submission, n_datasets: int) -> list[str]:
     split = str((getattr(sub, "dataset", None) or {}).get("split", ""))
     reasons = protocol_reasons(split=split, n_datasets=n_datasets,
                                expected=EXPECTED_DATASETS, nms_iou=rf.protocol.nms_iou, max_det=rf.protocol.max_det)
+    if abs(sub.config.conf - CONF) > 1e-9:
+        reasons.append(f"config conf={sub.config.conf}, the protocol scores every detection above {CONF}")
     if abs(sub.config.iou - NMS_IOU) > 1e-9 or sub.config.max_det != MAX_DET:
         reasons.append(f"config iou={sub.config.iou} max_det={sub.config.max_det} differ from the protocol")
     if rf.aggregation != AGGREGATION:

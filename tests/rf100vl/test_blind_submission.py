@@ -107,3 +107,14 @@ def test_an_imported_file_without_a_headline_is_refused(home: Path) -> None:
     doc["accuracy"]["mAP_50_95"] = None
     with pytest.raises(SubmissionError, match=r"accuracy.mAP_50_95: None is not of type 'number'"):
         check_imported(doc, "other.json")
+
+
+def test_an_imported_entry_off_protocol_conf_is_not_a_valid_leaderboard_entry() -> None:
+    """A published file (the shape the leaderboard publishes) at conf 0.25 scored fewer detections than the
+    protocol's 0.001 and is not comparable: its reasons say so; at the protocol's conf no such reason."""
+    published = json.loads((Path(__file__).parent / "published" / "yolov9-t.published.json").read_text())
+    _, reasons = check_imported(json.loads(json.dumps(published)), "yolov9-t.published.json")
+    assert not [r for r in reasons if "conf" in r], reasons
+    published["config"]["conf"] = 0.25
+    _, reasons = check_imported(published, "yolov9-t.published.json")
+    assert any("conf=0.25" in r for r in reasons), reasons
