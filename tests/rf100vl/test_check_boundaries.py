@@ -7,59 +7,18 @@ from __future__ import annotations
 
 import inspect
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.rf100vl import warehouse_checks as cc
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU
 from bench_assets.rf100vl.warehouse_check_assets import AdjacentSizeConfig, SelectionVsTestConfig
-from bench_assets.rf100vl.warehouse_tables import TABLES
-from tests.synthetic_campaign import make_campaign
 
-
-@pytest.fixture(scope="module")
-def clean_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("clean") / "bench"
-    make_campaign(home, n_models=4, n_datasets=6, seed=1)
-    return home
-
-
-@pytest.fixture
-def home(clean_campaign: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "bench"
-    shutil.copytree(clean_campaign, dst, symlinks=True)
-    for p in list(dst.glob("runs/*/*/*/stats.json")) + list(dst.glob("models/*.json")):
-        p.write_text(p.read_text().replace(str(clean_campaign), str(dst)))
-    return dst
-
-
-def _load(home: Path) -> Path:
-    wh = home / "warehouse.duckdb"
-    rebuild_warehouse(home, wh, TABLES)
-    return wh
-
-
-def _score_file(home: Path, model: str, dataset: str) -> Path:
-    edir = home / "eval" / model / dataset
-    return edir / f"{(edir / 'CURRENT.score').read_text().strip()[:16]}.score.json"
-
-
-def _stats_file(home: Path, model: str, dataset: str) -> Path:
-    rdir = home / "runs" / model / dataset
-    return rdir / (rdir / "CURRENT").read_text().strip() / "stats.json"
-
-
-def _edit(path: Path, fn) -> None:  # noqa: ANN001
-    doc = json.loads(path.read_text())
-    fn(doc)
-    path.write_text(json.dumps(doc))
-
-
-def _datasets(home: Path) -> list[str]:
-    return sorted(p.name for p in (home / "datasets").iterdir())
+# The campaign fixtures are in tests/rf100vl/conftest.py; the file helpers are the warehouse-check tests' own.
+from tests.rf100vl.test_warehouse_checks import _current_score_file as _score_file  # noqa: E402
+from tests.rf100vl.test_warehouse_checks import _current_stats_file as _stats_file  # noqa: E402
+from tests.rf100vl.test_warehouse_checks import _datasets, _edit, _load  # noqa: E402
 
 
 def _set_pair(home: Path, model: str, dataset: str, valid: float, test: float) -> None:

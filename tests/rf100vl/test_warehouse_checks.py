@@ -12,28 +12,10 @@ import pytest
 from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.report.jobs import warehouse_job
 from bench_assets.rf100vl import warehouse_checks as cc
-from tests.synthetic_campaign import make_campaign
 from tests.tables import ALL_TABLES
 
 CHECKS = (cc.selection_vs_test, cc.adjacent_size_gap, cc.coverage, cc.protocol_conformance, cc.scoring_integrity,
           cc.provenance)
-
-
-@pytest.fixture(scope="module")
-def clean_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("clean") / "bench"
-    make_campaign(home, n_models=4, n_datasets=6, seed=1)
-    return home
-
-
-@pytest.fixture
-def home(clean_campaign: Path, tmp_path: Path) -> Path:
-    """A private copy of the clean campaign (paths inside artifacts point at the copy's own files)."""
-    dst = tmp_path / "bench"
-    shutil.copytree(clean_campaign, dst, symlinks=True)
-    for p in list(dst.glob("runs/*/*/*/stats.json")) + list(dst.glob("models/*.json")):
-        p.write_text(p.read_text().replace(str(clean_campaign), str(dst)))
-    return dst
 
 
 def _load(home: Path) -> Path:
