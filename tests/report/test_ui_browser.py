@@ -421,9 +421,13 @@ def test_a_ui_materialization_reaches_the_leaderboard_without_a_manual_step(ui: 
     assert _wait("the UI backfill of rf100vl/submission", finished, 300, ui) == "COMPLETED_SUCCESS"
     submitted = _latest_materialization(ui.instance, "rf100vl/submission")
     assert submitted > before
-    _wait("the leaderboard mart rebuilt by the automation", lambda: _latest_materialization(
-        ui.instance, LEADERBOARD) > submitted, 420, ui)
-    assert _latest_materialization(ui.instance, "report/warehouse") > submitted
+    # The backfill's runs finish one by one and the automation may rebuild after the first ones: wait for the
+    # rebuild that follows the last submission, warehouse first, then the leaderboard mart from it.
+    def rebuilt_after_the_last() -> bool:
+        warehouse = _latest_materialization(ui.instance, "report/warehouse")
+        return warehouse > submitted and _latest_materialization(ui.instance, LEADERBOARD) > warehouse
+
+    _wait("the warehouse and the leaderboard mart rebuilt by the automation", rebuilt_after_the_last, 420, ui)
     _assert_materialized(page, LEADERBOARD)
     _shot(page, "leaderboard_refreshed")
 
