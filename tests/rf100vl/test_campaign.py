@@ -186,9 +186,11 @@ def test_timeout_kills_child_tree_and_fails_only_that_partition(inst, home: Path
 
 def test_bad_recipe_fails_its_partition_with_the_field(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
     """The model's registered recipe file was edited into a bad one after registration (registration itself
-    refuses a bad recipe): training that partition fails, naming the field."""
+    refuses a bad recipe): training that partition fails, naming the field. The registration is put back after."""
     from bench_assets.rf100vl.models import models_dir, register_model
 
+    entry = models_dir(home) / "yolo9-t.json"
+    registered = entry.read_bytes() if entry.exists() else None  # earlier tests' small recipe, later tests use it
     bad = tmp_path_factory.mktemp("r") / "bad.json"
     doc = json.loads((RECIPES_DIR / "yolo9.json").read_text())
     bad.write_text(json.dumps(doc))
@@ -198,8 +200,11 @@ def test_bad_recipe_fails_its_partition_with_the_field(inst, home: Path, tmp_pat
         bad.write_text(json.dumps(doc))
         out = _run(inst, train_job, "mini-tiny")
         assert not out.success and any("protocol.epochz" in e for e in out.errors), out.errors
-    finally:  # the module's other tests train with the default recipe, as before
-        (models_dir(home) / "yolo9-t.json").unlink()
+    finally:
+        if registered is None:
+            entry.unlink()
+        else:
+            entry.write_bytes(registered)
 
 
 def test_corrupt_predictions_fail_scoring_clearly(inst, home: Path) -> None:  # noqa: ANN001
