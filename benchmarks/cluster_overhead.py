@@ -103,7 +103,6 @@ def scratch_url(state: Any) -> str:
 
 def write_rate(url: str, runs: int, events_per_run: int) -> dict[str, float]:
     """Events/s writing `runs` runs' worth of step log events through Dagster's Postgres event log storage."""
-    import dagster as dg
     from dagster._core.events.log import EventLogEntry
     from dagster_postgres import PostgresEventLogStorage
 
@@ -117,7 +116,6 @@ def write_rate(url: str, runs: int, events_per_run: int) -> dict[str, float]:
                                               job_name="rf100vl_campaign_job", dagster_event=None))
     took = time.perf_counter() - start
     storage.dispose()
-    del dg
     return {"events": runs * events_per_run, "seconds": took, "events_per_s": runs * events_per_run / took}
 
 

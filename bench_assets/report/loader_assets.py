@@ -9,16 +9,12 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from bench_assets.platform.automation import after_upstream_updates
 from bench_assets.platform.contribution import WAREHOUSE_KEY, FamilyContribution
 from bench_assets.platform.warehouse import rebuild_warehouse
 from resources.bench_home import BenchHome
 
-# Rebuild after any upstream partition is materialized (from the UI, a backfill, a sensor or the CLI), once per
-# change, never while a rebuild runs. Not `eager()`: it also waits until no upstream partition is missing or in
-# progress, which never holds for partitioned inputs (a campaign's unfinished partitions, augbench cells the plan
-# never runs), so a re-materialized score never reached the report.
-AFTER_UPSTREAM_UPDATES = (dg.AutomationCondition.any_deps_updated().since_last_handled()
-                          & ~dg.AutomationCondition.in_progress()).with_label("after upstream updates")
+AFTER_UPSTREAM_UPDATES = after_upstream_updates("after upstream updates")
 
 
 def warehouse_asset(contributions: Sequence[FamilyContribution]) -> dg.AssetsDefinition:

@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 
+from bench_assets.platform.automation import after_upstream_updates
 from bench_assets.platform.document import blank_figure, figure_png, plot_context
 from bench_assets.rf100vl.progress import STATES, ModelProgress, campaign_lanes, campaign_progress, remaining_eta
 from bench_assets.rf100vl.score_assets import scores
@@ -82,8 +83,7 @@ def campaign_status_result(home: Path, instance: Any) -> dg.MaterializeResult:
 
 
 @dg.asset(key=["rf100vl", "campaign_status"], group_name="rf100vl", deps=[scores],
-          automation_condition=(dg.AutomationCondition.any_deps_updated().since_last_handled()
-                                & ~dg.AutomationCondition.in_progress()).with_label("after a score lands"),
+          automation_condition=after_upstream_updates("after a score lands"),
           description="Where every registered model's campaign stands: done, running, queued, failed and missing "
                       "partitions and the ETA of the rest (as `bench status`), as a table and a plot.")
 def campaign_status(context: dg.AssetExecutionContext, home: BenchHome) -> dg.MaterializeResult:

@@ -336,22 +336,19 @@ def _wait_for_backfill(url: str, backfill: str, timeout_s: float) -> str:
 
 
 def _backfill_runs(home: Path, backfill: str) -> dict[str, dict[str, Any]]:
-    """{dataset: run id, status, worker, priority, when it was queued and launched, its training step's span}."""
+    """{dataset: run id, status, worker, priority, its training step's span}."""
     import dagster as dg
 
     out = {}
     with _instance(home) as inst:
         for run in inst.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill})):
             events = [e for e in inst.all_logs(run.run_id) if e.dagster_event is not None]
-            queued = [e.timestamp for e in events if e.dagster_event.event_type == dg.DagsterEventType.RUN_ENQUEUED]
-            starting = [e.timestamp for e in events if e.dagster_event.event_type == dg.DagsterEventType.RUN_STARTING]
             step = (dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS)
             train = [e.timestamp for e in events
                      if e.dagster_event.step_key == "rf100vl__checkpoint" and e.dagster_event.event_type in step]
             out[run.tags["dagster/partition"].split("|")[0]] = {
                 "run_id": run.run_id, "status": run.status.value, "worker": run.tags.get("bench/worker"),
-                "priority": run.tags.get("dagster/priority"), "queued_at": min(queued, default=float("inf")),
-                "starting_at": min(starting, default=float("inf")),
+                "priority": run.tags.get("dagster/priority"),
                 "checkpoint_span": (min(train, default=0.0), max(train, default=0.0))}
     return out
 
