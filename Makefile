@@ -5,7 +5,7 @@ export MKL_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 TEST_WORKERS ?= 2  # pytest-xdist workers for `make test` (the servers and training children wait a lot)
 
-.PHONY: setup demo test ui benchmarks lint
+.PHONY: setup demo test ui benchmarks lint mutation
 
 setup:
 	@scripts/bootstrap.sh
@@ -27,3 +27,6 @@ benchmarks: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+
+mutation: setup  # mutmut over the pure modules (slow, not in CI): docs/testing.md lists the survivors
+	@scripts/mutation.sh
