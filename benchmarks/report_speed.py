@@ -18,7 +18,12 @@ repeats except the OS page cache, which is warm):
 
     .venv/bin/python benchmarks/report_speed.py [--models 20] [--datasets 100] [--repeat 3]
 
-Prints a markdown table and one JSON line; exits 1 when a target is missed.
+The dbt test count of the project the build ran (from the parsed manifest, `prepare_manifest()`) is recorded
+with the timings: the build's cost grows with it.
+
+Prints a markdown table and one JSON line, writes the JSON (date, machine with the load average at the start,
+command, dbt test and model counts, the figures) to `--output` (default `benchmarks/results/report_speed.json`,
+which the docs quote); exits 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -37,10 +42,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from _result import RESULTS, command, machine_facts, now, shown, write_result  # noqa: E402
+
+from bench_assets.augbench.warehouse_tables import TABLES as AUGBENCH_TABLES  # noqa: E402
 from bench_assets.platform.warehouse import rebuild_warehouse  # noqa: E402
 from bench_assets.rf100vl import warehouse_checks as cc  # noqa: E402
+from bench_assets.rf100vl.warehouse_tables import TABLES as RF100VL_TABLES  # noqa: E402
 from tests.synthetic_campaign import make_campaign  # noqa: E402
 
+TABLES = (*RF100VL_TABLES, *AUGBENCH_TABLES)  # every table the report's loader builds
+
+OUTPUT = RESULTS / "report_speed.json"
 LOAD_AND_BUILD_TARGET_S = 30.0
 CHECK_TARGET_S = 1.0
 
@@ -63,12 +75,24 @@ def _dbt_parse_seconds(home: Path) -> float:
         return time.perf_counter() - t0
 
 
+def dbt_project_counts() -> dict[str, int]:
+    """Tests, models and sources of the dbt project, from its manifest (parsed first when missing or stale)."""
+    from bench_assets.report.dbt_assets import prepare_manifest
+
+    nodes = json.loads(prepare_manifest().read_text())
+    kinds = [n["resource_type"] for n in nodes["nodes"].values()]
+    return {"tests": kinds.count("test"), "models": kinds.count("model"), "sources": len(nodes["sources"])}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=int, default=20)
     ap.add_argument("--datasets", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--output", type=Path, default=OUTPUT, help=f"result JSON (default {shown(OUTPUT)})")
     args = ap.parse_args()
+    started, facts = now(), machine_facts()
+    dbt_counts = dbt_project_counts()
 
     from bench_assets.report.dbt_assets import build_report_db
     from bench_assets.rf100vl.submission import build_submission, import_submission
@@ -87,7 +111,7 @@ def main() -> int:
         counts: dict = {}
         marts: dict = {}
         for _ in range(args.repeat):
-            t, counts = _timed(rebuild_warehouse, home, wh)
+            t, counts = _timed(rebuild_warehouse, home, wh, TABLES)
             loads.append(t)
             t, marts = _timed(build_report_db, home)
             builds.append(t)
@@ -113,7 +137,9 @@ def main() -> int:
     total = load + build
     print(f"synthetic campaign: {args.models} models x {args.datasets} datasets (+1 imported submission), "
           f"generated in {t_gen:.1f} s; rows: {counts}")
-    print(f"marts: {marts}\n")
+    print(f"marts: {marts}")
+    print(f"dbt project: {dbt_counts['tests']} tests, {dbt_counts['models']} models; load average "
+          f"{facts['load_average_1m']} at the start ({facts['cpus']} cpus)\n")
     print("| step | median s | target | ratio |")
     print("|---|---|---|---|")
     print(f"| loader (rebuild_warehouse) | {load:.2f} | | |")
@@ -122,9 +148,18 @@ def main() -> int:
     for name, t in checks.items():
         print(f"| check `{name}` | {t:.3f} | <= {CHECK_TARGET_S:g} s | |")
     ok = total <= LOAD_AND_BUILD_TARGET_S and all(t <= CHECK_TARGET_S for t in checks.values())
-    print(json.dumps({"models": args.models, "datasets": args.datasets, "load_s": round(load, 3),
-                      "dbt_build_s": round(build, 3), "dbt_parse_s": round(parse, 3), "total_s": round(total, 3),
-                      "checks_s": {k: round(v, 4) for k, v in checks.items()}, "ok": ok}))
+    doc = {"benchmark": "report_speed", "date": started, "command": command(), "machine": facts,
+           "load_average_1m_at_end": round(os.getloadavg()[0], 2), "repeat": args.repeat,
+           "models": args.models, "datasets": args.datasets, "rows": counts, "marts": marts,
+           "dbt_tests": dbt_counts["tests"], "dbt_models": dbt_counts["models"],
+           "generation_s": round(t_gen, 2), "load_s": round(load, 3), "dbt_build_s": round(build, 3),
+           "dbt_parse_s": round(parse, 3), "dbt_build_to_parse": round(build / parse, 3), "total_s": round(total, 3),
+           "samples_s": {"load": [round(x, 3) for x in loads], "dbt_build": [round(x, 3) for x in builds],
+                         "dbt_parse": [round(x, 3) for x in parses]},
+           "checks_s": {k: round(v, 4) for k, v in checks.items()},
+           "targets": {"load_and_build_s": LOAD_AND_BUILD_TARGET_S, "check_s": CHECK_TARGET_S}, "ok": ok}
+    write_result(args.output, doc)
+    print(json.dumps(doc))
     return 0 if ok else 1
 
 

@@ -1,10 +1,17 @@
 """Figures quoted in the docs are the figures the committed scripts wrote: each quoted number is formatted from its
 result file under `benchmarks/results/` and must appear, as formatted, in the doc that quotes it. Re-running a
-script and not updating the doc (or editing the doc by hand) fails here; so does a result file that moved."""
+script and not updating the doc (or editing the doc by hand) fails here; so does a result file that moved.
+
+Counts quoted in the docs are checked against what they count: a number of tests against pytest's collection of the
+file (parametrized cases included, as `pytest -q` reports them), a number of dbt tests against the dbt project's
+manifest; and every "N tests" / "N passed" in the docs must be one of these checked quotes."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +21,11 @@ import pytest
 from tests.conftest import REPO
 
 RESULTS = REPO / "benchmarks" / "results"
+# Result files a doc quotes that only a long run on an idle machine writes: until it is committed the doc's figures
+# are marked as awaiting it, and the check says which command writes the file.
+PENDING = {
+    "paper_run_rgb-micro.json": ".venv/bin/python benchmarks/paper_run.py (about 30 min on an idle 2-core machine)",
+}
 
 
 def _cluster(r: dict[str, Any]) -> list[str]:
@@ -58,6 +70,60 @@ def _agreement(r: dict[str, Any]) -> list[str]:
             f"{len(a['outliers'])} ({len(a['unexplained'])}) |"]
 
 
+def _import_time_table(r: dict[str, Any]) -> list[str]:
+    res, base = r["results"], r["results"]["dagster"]["median_s"]
+    rows = [f"| `import {k}` | {what} | {res[k]['median_s']:.2f} | {res[k]['min_s']:.2f} | "
+            f"{res[k]['median_s'] / base:.2f}x |" for k, what in (("definitions", "code location (target)"),
+                                                                   ("dagster", "baseline"),
+                                                                   ("torch", "reference: one heavy import"))]
+    return [*rows, f"`--runs {r['runs']}`", f"load average {r['machine']['load_average_1m']:.2f} at the start and "
+            f"{r['load_average_1m_at_end']:.2f} at the end",
+            f"Heavy modules imported by `import definitions`: {', '.join(r['heavy_imported']) or 'none'}"]
+
+
+def _import_time_summary(r: dict[str, Any]) -> list[str]:
+    res = r["results"]
+    heavy = ", ".join(r["heavy_imported"]) + " loaded" if r["heavy_imported"] else "no heavy module loaded"
+    return [f"{res['definitions']['median_s']:.2f} s median ({r['ratio_definitions_to_dagster']:.2f}x bare "
+            f"`import dagster`; `import torch` alone {res['torch']['median_s']:.2f} s); {heavy}"]
+
+
+def _report_speed(r: dict[str, Any]) -> list[str]:
+    checks = [f"| check `{name}`{' (cold hash cache)' if name == 'provenance' else ''} | {t:.3f} | <= 1 s |"
+              for name, t in r["checks_s"].items()]
+    return [f"full dbt build of the report ({r['dbt_tests']} tests)",
+            f"| loader (`rebuild_warehouse`) | {r['load_s']:.2f} | |",
+            f"| dbt build of the report ({r['dbt_build_to_parse']:.2f}x a bare `dbt parse` of {r['dbt_parse_s']:.2f} s)"
+            f" | {r['dbt_build_s']:.2f} | |",
+            f"| loader + dbt build | {r['total_s']:.2f} | <= 30 s |", *checks,
+            f"{r['rows']['runs']:,} runs, {r['rows']['epochs']:,} epochs, {r['rows']['scores']:,} scores and "
+            f"{r['rows']['submission_datasets']:,} submission rows loaded; {r['dbt_tests']} dbt tests, load average "
+            f"{r['machine']['load_average_1m']:.2f} at the start",
+            f"{r['load_average_1m_at_end']:.2f} at the end"]
+
+
+def _paper_run(r: dict[str, Any]) -> list[str]:
+    st = r["by_status"]
+    early = ", ".join(f"{e['library']} {e['transform']}, preflight {e['preflight_items_per_s']:.1f} items/s"
+                      for e in r["early_stopped"])
+    checks = ", ".join(f"`{name}` {'passes' if c['passed'] else 'FAILS'}" for name, c in r["checks"].items())
+    n_transforms = len({c["transform"] for c in r["per_cell"]})
+    errors = len(r["errors"])
+    quotes = [f"{n_transforms} transforms x {len(r['libraries'])} CPU libraries, {r['num_items']:,} items, "
+              f"{r['num_runs']} runs", f"{r['run_wall']} wall",
+              f"{r['terminal_cells']}/{r['planned_cells']} cells terminal: {st.get('ok', 0)} ok, "
+              f"{st.get('early_stopped', 0)} early-stopped" + (f" ({early})" if early else "")
+              + f", {st.get('unsupported', 0)} unsupported with reasons, "
+              + (f"{errors} in error" if errors else "no cell in error"), checks,
+              f"{r['unstable_ok_cells']} of {st.get('ok', 0)} ok cells are flagged `unstable`",
+              f"load average {r['machine']['load_average_1m']:.2f} at the start"]
+    if r["transforms"] != "paper":
+        quotes.append(f"({', '.join(r['transforms'])})")
+    if r["report_wall_s"] is not None:
+        quotes.append(f"`bench report` after it (dbt marts + both reports): {r['report_wall_s']:.0f} s")
+    return quotes
+
+
 # (doc, result file, what the doc must quote from it)
 QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_overhead.json", _cluster),
@@ -66,16 +132,107 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/augbench.md", "materialize_copy.json", _materialize_copy),
     *[("docs/augbench.md", f"augbench_vs_published{run}.json", _agreement)
       for run in ("", "_macos", "_replication", "_published_versions")],
+    ("benchmarks/README.md", "import_time.json", _import_time_table),
+    ("docs/datasets.md", "import_time.json", _import_time_summary),
+    ("benchmarks/README.md", "report_speed.json", _report_speed),
+    ("docs/augbench.md", "paper_run_rgb-micro.json", _paper_run),
+    ("docs/augbench.md", "paper_run_rgb-micro_smoke.json", _paper_run),
 ]
+
+
+def _text(doc: str) -> str:
+    return " ".join((REPO / doc).read_text().replace("**", "").split())  # line breaks and bold do not matter
+
+
+def _quotes(result: str, quotes: Callable[[dict[str, Any]], list[str]]) -> list[str]:
+    path = RESULTS / result
+    if result in PENDING and not path.exists():
+        pytest.skip(f"benchmarks/results/{result} is not committed yet: `{PENDING[result]}` writes it")
+    return [" ".join(q.split()) for q in quotes(json.loads(path.read_text()))]
 
 
 @pytest.mark.parametrize(("doc", "result", "quotes"), QUOTED, ids=[f"{d}<-{r}" for d, r, _ in QUOTED])
 def test_docs_quote_the_committed_results(doc: str, result: str,
                                           quotes: Callable[[dict[str, Any]], list[str]]) -> None:
-    text = " ".join((REPO / doc).read_text().replace("**", "").split())  # line breaks and bold do not matter
-    data = json.loads((RESULTS / result).read_text())
-    missing = [q for q in quotes(data) if " ".join(q.split()) not in text]
+    text = _text(doc)
+    missing = [q for q in _quotes(result, quotes) if q not in text]
     assert not missing, f"{doc} does not quote these figures of benchmarks/results/{result}: {missing}"
+
+
+def test_a_pending_paper_run_is_marked_as_such_in_the_doc() -> None:
+    """Until the full paper run's output is committed, the doc says its figures await that command."""
+    for result, cmd in PENDING.items():
+        if not (RESULTS / result).exists():
+            assert f"to be re-measured by `{cmd.split(' (')[0]}`" in _text("docs/augbench.md"), result
+
+
+# --- counts --------------------------------------------------------------------------------------------------------
+
+# (doc, the quote with {n} for the count, the test file counted): the number of tests pytest collects from the file
+TEST_COUNTS = [
+    ("docs/training.md", "`.venv/bin/pytest -q tests/rf100vl/test_campaign.py` | {n} tests",
+     "tests/rf100vl/test_campaign.py"),
+]
+# (doc, the quote with {n} for the number of tests in the dbt project)
+DBT_TEST_COUNTS = [("README.md", "(`marts/rf100vl/`, `marts/augbench/`), {n} tests |")]
+SCANNED = ["README.md", "benchmarks/README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+COUNT = re.compile(r"\b\d[\d,]* (?:dbt )?(?:tests|passed)\b")
+
+
+def collected_tests(*files: str) -> dict[str, int]:
+    """Test ids pytest collects from each file (parametrized cases count one each, as `pytest -q` counts them)."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n0", "-p", "no:cacheprovider",
+                          *files], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    ids = [line.split("::")[0] for line in out.stdout.splitlines() if "::" in line]
+    return {f: ids.count(f) for f in files}
+
+
+def dbt_tests() -> int:
+    from bench_assets.report.dbt_assets import prepare_manifest
+
+    nodes = json.loads(prepare_manifest().read_text())["nodes"].values()
+    return sum(n["resource_type"] == "test" for n in nodes)
+
+
+@pytest.fixture(scope="module")
+def counted_quotes() -> list[tuple[str, str]]:
+    """(doc, quote) for every count the docs quote, formatted with the real count."""
+    counts = collected_tests(*sorted({f for _, _, f in TEST_COUNTS}))
+    n_dbt = dbt_tests()
+    return ([(doc, quote.format(n=counts[f])) for doc, quote, f in TEST_COUNTS]
+            + [(doc, quote.format(n=n_dbt)) for doc, quote in DBT_TEST_COUNTS])
+
+
+def test_quoted_counts_are_the_real_counts(counted_quotes: list[tuple[str, str]]) -> None:
+    missing = [(doc, q) for doc, q in counted_quotes if " ".join(q.split()) not in _text(doc)]
+    assert not missing, f"these counts are not what the docs quote (test files collected, dbt manifest): {missing}"
+
+
+def test_report_speed_was_measured_with_the_projects_dbt_tests() -> None:
+    measured = json.loads((RESULTS / "report_speed.json").read_text())["dbt_tests"]
+    assert measured == dbt_tests(), (
+        f"benchmarks/results/report_speed.json was measured with {measured} dbt tests, the project has "
+        f"{dbt_tests()}: re-run `.venv/bin/python benchmarks/report_speed.py --repeat 3` and update "
+        "benchmarks/README.md")
+
+
+def test_every_count_of_tests_in_the_docs_is_checked(counted_quotes: list[tuple[str, str]]) -> None:
+    """An "N tests" / "N passed" a doc quotes outside the checked quotes above is a count nobody checks."""
+    checked: dict[str, list[str]] = {}
+    for doc, q in counted_quotes:
+        checked.setdefault(doc, []).append(" ".join(q.split()))
+    for doc, result, quotes in QUOTED:
+        if (RESULTS / result).exists():
+            checked.setdefault(doc, []).extend(" ".join(q.split()) for q in quotes(json.loads(
+                (RESULTS / result).read_text())))
+    unchecked = []
+    for doc in SCANNED:
+        text = _text(doc)
+        for q in checked.get(doc, []):
+            text = text.replace(q, " ")
+        unchecked += [f"{doc}: ...{text[max(0, m.start() - 60):m.end()]}" for m in COUNT.finditer(text)]
+    assert not unchecked, f"counts of tests not checked against anything (add them to TEST_COUNTS): {unchecked}"
 
 
 def test_the_check_sees_a_drifted_figure(tmp_path: Path) -> None:

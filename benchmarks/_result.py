@@ -1,0 +1,66 @@
+"""What every benchmark's result file under `benchmarks/results/` records besides its figures: when it ran, on what
+machine (with the load average at the start: the machine is shared), and the command that produced it.
+
+The docs quote these files and `tests/platform/test_doc_figures.py` checks each quoted figure against them, so a
+figure in the docs always names a file, and the file names the command that reproduces it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def machine_facts() -> dict[str, Any]:
+    """Python, platform, core count, CPU model, memory and the 1/5/15-minute load averages right now."""
+    load = os.getloadavg()
+    facts: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(),
+                             "machine": platform.machine(), "cpus": os.cpu_count(),
+                             "load_average_1m": round(load[0], 2), "load_average_5m": round(load[1], 2),
+                             "load_average_15m": round(load[2], 2)}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                facts["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                facts["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
+                break
+    except OSError:
+        pass
+    return facts
+
+
+def shown(x: Path | str) -> str:
+    """A path relative to the repository when it lies inside it (commands read the same on every checkout)."""
+    p = Path(x)
+    if p.is_absolute() and p.is_relative_to(REPO):
+        return str(p.relative_to(REPO))
+    return str(x)
+
+
+def command() -> str:
+    """This process's command line as it would be typed at the repository root."""
+    exe = Path(sys.executable)
+    python = ".venv/bin/python" if exe.parent == REPO / ".venv" / "bin" else str(exe)
+    return shlex.join([python, shown(Path(sys.argv[0]).resolve()), *sys.argv[1:]])
+
+
+def write_result(path: Path, doc: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"wrote {shown(path)}", file=sys.stderr)
+    return path
