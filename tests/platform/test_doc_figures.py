@@ -102,6 +102,33 @@ def _report_speed(r: dict[str, Any]) -> list[str]:
             f"{r['load_average_1m_at_end']:.2f} at the end"]
 
 
+_VERIFY_KINDS = {"verify": "target", "coco": "baseline", "json": "baseline", "verify_deep_subset": "reference",
+                 "verify_shallow_subset": "reference", "materialize": "informational"}
+
+
+def _verify_table(r: dict[str, Any]) -> list[str]:
+    res = r["results"]
+    ratios = {"coco": f"{r['ratio_verify_to_coco']:.2f}x", "json": f"{r['ratio_verify_to_json']:.2f}x"}
+    return [f"| {_VERIFY_KINDS[k]} | {x['wall_s']:.2f} | {x['wall_min_s']:.2f} | {x['peak_rss_mb']:.0f} | "
+            f"{ratios.get(k, '')} |" for k, x in res.items()] + [
+        f"`verify_dataset(root)` ({r['images_train']} train + {2 * r['images_small_splits']} images, "
+        f"{res['verify']['annotations']:,} boxes)",
+        f"Dataset generation (first run only): {r['dataset_generated_s']:.1f} s; train annotation file "
+        f"{r['train_json_mb']:.1f} MB", f"load average {r['machine']['load_average_1m']:.2f} at the start, "
+        f"{r['load_average_1m_at_end']:.2f} at the end",
+        f"verify {res['verify']['wall_s']:.2f} s (target <= 20 s)", f"peak RSS {res['verify']['peak_rss_mb']:.0f} MB",
+        f"Deep mode adds {r['deep_ms_per_image']:.1f} ms per image"]
+
+
+def _verify_summary(r: dict[str, Any]) -> list[str]:
+    res = r["results"]
+    v, m = res["verify"], res["materialize"]
+    return [f"({r['images_train']:,} images, {v['annotations']:,} boxes) <= 20 s",
+            f"{v['wall_s']:.2f} s, {v['peak_rss_mb']:.0f} MB peak RSS ({r['ratio_verify_to_coco']:.2f}x pycocotools "
+            f"`COCO()` load of the same file, {r['ratio_verify_to_json']:.2f}x `json.load`)",
+            f"| same script | {m['wall_s']:.2f} s, {m['peak_rss_mb']:.0f} MB |"]
+
+
 def _paper_run(r: dict[str, Any]) -> list[str]:
     st = r["by_status"]
     early = ", ".join(f"{e['library']} {e['transform']}, preflight {e['preflight_items_per_s']:.1f} items/s"
@@ -124,6 +151,40 @@ def _paper_run(r: dict[str, Any]) -> list[str]:
     return quotes
 
 
+def _agreement_3(r: dict[str, Any]) -> list[str]:
+    """benchmarks/README.md's table: three decimals, bold where a goal is met (bold is ignored here)."""
+    a = r["agreement"]
+    lib = a["libraries"]
+    return [f"| {lib['torchvision']['spearman']:.3f} | {lib['kornia']['spearman']:.3f} | "
+            f"{lib['pillow']['spearman']:.3f} | {100 * a['same_winner']:.1f}% | "
+            f"{len(a['outliers'])} ({len(a['unexplained'])}) |"]
+
+
+def _probes(r: dict[str, Any]) -> list[str]:
+    calls = r["opencv_ipp"]["calls"]
+    add = "cv2.add(float32 375x500, 1.0) us"
+    ax = r["opencv_ipp"]["albumentationsx_items_per_s"]
+    ill = ("CornerIllumination", "GaussianIllumination")
+    pil = r["pillow_published_conversion"]
+    sat = r["saturation"]
+    return [f"`cv2.add(float32 map, 1.0)` {calls['ipp_on'][add]:,.0f} us with IPP vs {calls['ipp_off'][add]:,.0f} us "
+            "without",
+            f"Corner/GaussianIllumination {ax[ill[0]]['ipp_on']:,.0f} / {ax[ill[1]]['ipp_on']:,.0f} items/s with IPP, "
+            f"{ax[ill[0]]['ipp_off']:,.0f} / {ax[ill[1]]['ipp_off']:,.0f} without",
+            f"Pillow VerticalFlip {pil['VerticalFlip']['slowdown']:.1f}x slower with the published conversion "
+            f"({pil['conversion_alone_us']:.0f} us per image)",
+            f"AlbumentationsX {r['albumentationsx_hflip_output']['albumentationsx']}'s HorizontalFlip is a reversed "
+            f"view ({r['albumentationsx_hflip_output']['call_then_ascontiguousarray_us']:.0f} us with "
+            "`np.ascontiguousarray`)",
+            "Saturation as `ColorJitter` {:,.0f} items/s, as `HueSaturationValue` {:,.0f}".format(
+                *list(sat.values())[:2])]
+
+
+def _probes_published_versions(r: dict[str, Any]) -> list[str]:
+    h = r["albumentationsx_hflip_output"]
+    return [f"{h['albumentationsx']}'s is contiguous ({h['call_us']:.0f} us)"]
+
+
 # (doc, result file, what the doc must quote from it)
 QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_overhead.json", _cluster),
@@ -132,9 +193,16 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/augbench.md", "materialize_copy.json", _materialize_copy),
     *[("docs/augbench.md", f"augbench_vs_published{run}.json", _agreement)
       for run in ("", "_macos", "_replication", "_published_versions")],
+    *[("benchmarks/README.md", f"augbench_vs_published{run}.json", _agreement_3)
+      for run in ("", "_macos", "_replication", "_published_versions")],
+    ("benchmarks/README.md", "campaign_simulation.json", _simulation),
+    ("benchmarks/README.md", "published_outlier_probes.json", _probes),
+    ("benchmarks/README.md", "published_outlier_probes_published_versions.json", _probes_published_versions),
     ("benchmarks/README.md", "import_time.json", _import_time_table),
     ("docs/datasets.md", "import_time.json", _import_time_summary),
     ("benchmarks/README.md", "report_speed.json", _report_speed),
+    ("benchmarks/README.md", "verify_speed.json", _verify_table),
+    ("docs/datasets.md", "verify_speed.json", _verify_summary),
     ("docs/augbench.md", "paper_run_rgb-micro.json", _paper_run),
     ("docs/augbench.md", "paper_run_rgb-micro_smoke.json", _paper_run),
 ]
@@ -240,3 +308,9 @@ def test_the_check_sees_a_drifted_figure(tmp_path: Path) -> None:
     data["rows"][0]["ui_run_s"] += 0.5  # a rerun the doc was not updated for
     text = " ".join((REPO / "docs" / "report.md").read_text().split())
     assert any(q not in text for q in _ui_speed(data))
+
+
+def test_the_count_check_sees_a_wrong_count(counted_quotes: list[tuple[str, str]]) -> None:
+    for doc, q in counted_quotes:
+        wrong = re.sub(r"\d+ tests", lambda m: f"{int(m.group().split()[0]) + 1} tests", q)
+        assert wrong != q and " ".join(wrong.split()) not in _text(doc), (doc, wrong)
