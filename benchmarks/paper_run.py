@@ -173,8 +173,9 @@ def doc_sentence(r: dict[str, Any]) -> str:
     n_transforms = len({c["transform"] for c in r["per_cell"]})
     subset = "" if r["transforms"] == "paper" else f" ({', '.join(r['transforms'])})"
     errors = len(r["errors"])
+    plural = "s" if r["num_runs"] != 1 else ""
     return (f"`{r['command']}` ({n_transforms} transforms x {len(r['libraries'])} CPU libraries, "
-            f"{r['num_items']:,} items, {r['num_runs']} runs{subset}; {r['date'][:10]}, load average "
+            f"{r['num_items']:,} items, {r['num_runs']} run{plural}{subset}; {r['date'][:10]}, load average "
             f"{r['machine']['load_average_1m']:.2f} at the start): {r['run_wall']} wall. "
             f"{r['terminal_cells']}/{r['planned_cells']} cells terminal: {st.get('ok', 0)} ok, "
             f"{st.get('early_stopped', 0)} early-stopped" + (f" ({early})" if early else "")

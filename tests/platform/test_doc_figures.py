@@ -129,6 +129,32 @@ def _verify_summary(r: dict[str, Any]) -> list[str]:
             f"| same script | {m['wall_s']:.2f} s, {m['peak_rss_mb']:.0f} MB |"]
 
 
+def _scoring_table(r: dict[str, Any]) -> list[str]:
+    w, c = r["median_wall_s"], r["median_cpu_s"]
+    fast = w["bench score --backend fast"]
+    par = []
+    for k, v in r["parity"].items():
+        p, rc = v["precision"], v["recall"]
+        par.append(f"| {k} | {p['differing']} / {p['cells']} | {rc['differing']} / {rc['cells']} | "
+                   f"{max(p['max_abs_deviation'], rc['max_abs_deviation']):.3g} |")
+    cpu_ratio = c["bench score --backend fast"] / c["bare hotcoco script"]
+    first = "PASS" if r["checks"]["fast <= bare hotcoco"] else "FAIL"
+    return [*(f"| {k} | {w[k]:.3f} | {c[k]:.3f} | {fast / w[k]:.2f} |" for k in w), *par,
+            f"fast / bare hotcoco {r['ratios']['vs_hotcoco']:.2f} on `predictions.json` by wall time under this load, "
+            f"{cpu_ratio:.2f} by CPU time; bare pycocotools / fast {r['ratios']['pycocotools_over_fast']:.1f}x",
+            f"load average {r['machine']['load_average_1m']:.2f} at the start, {r['load_average_1m_at_end']:.2f} at "
+            "the end", f"{first} on the first target",
+            f"the CLI's {r['metrics']} metrics equal the in-process ones" if r["cli_metrics_equal_in_process"] else
+            "the CLI's metrics DIFFER from the in-process ones"]
+
+
+def _scoring_summary(r: dict[str, Any]) -> list[str]:
+    w = r["median_wall_s"]
+    same = "arrays identical to pycocotools" if r["arrays_identical_to_pycocotools"] else "arrays DIFFER"
+    return [f"fast {w['bench score --backend fast']:.2f} s vs pycocotools {w['bare pycocotools script']:.2f} s end to "
+            f"end: {r['ratios']['pycocotools_over_fast']:.1f}x; {same}, {r['metrics']} metrics"]
+
+
 def _paper_run(r: dict[str, Any]) -> list[str]:
     st = r["by_status"]
     early = ", ".join(f"{e['library']} {e['transform']}, preflight {e['preflight_items_per_s']:.1f} items/s"
@@ -137,7 +163,7 @@ def _paper_run(r: dict[str, Any]) -> list[str]:
     n_transforms = len({c["transform"] for c in r["per_cell"]})
     errors = len(r["errors"])
     quotes = [f"{n_transforms} transforms x {len(r['libraries'])} CPU libraries, {r['num_items']:,} items, "
-              f"{r['num_runs']} runs", f"{r['run_wall']} wall",
+              f"{r['num_runs']} run{'s' if r['num_runs'] != 1 else ''}", f"{r['run_wall']} wall",
               f"{r['terminal_cells']}/{r['planned_cells']} cells terminal: {st.get('ok', 0)} ok, "
               f"{st.get('early_stopped', 0)} early-stopped" + (f" ({early})" if early else "")
               + f", {st.get('unsupported', 0)} unsupported with reasons, "
@@ -203,6 +229,8 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("benchmarks/README.md", "report_speed.json", _report_speed),
     ("benchmarks/README.md", "verify_speed.json", _verify_table),
     ("docs/datasets.md", "verify_speed.json", _verify_summary),
+    ("benchmarks/README.md", "scoring_speed.json", _scoring_table),
+    ("docs/training.md", "scoring_speed.json", _scoring_summary),
     ("docs/augbench.md", "paper_run_rgb-micro.json", _paper_run),
     ("docs/augbench.md", "paper_run_rgb-micro_smoke.json", _paper_run),
 ]
