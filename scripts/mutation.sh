@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# `make mutation`: mutmut over the pure modules (issue 15; not in CI: too slow). docs/testing.md "Mutation testing"
+# has the measured kill rates and every surviving mutant with its explanation.
+#
+#   scripts/mutation.sh                      every module; mutants with a verdict are not run again (restartable:
+#                                            interrupt it and run it again, it continues where it stopped)
+#   scripts/mutation.sh stats lock           only these modules (still only their mutants without a verdict)
+#   scripts/mutation.sh --recheck [mods]     run the survivors (and "no tests") again, e.g. after adding tests
+#   scripts/mutation.sh --report [mods]      print the table only
+#
+# Modules: scoring sanity warehouse_checks verify submission lock (bench_assets/rf100vl/) and stats bootstrap
+# (bench_assets/augbench/). MUTATION_CHILDREN (default 2) mutants run at a time, under `nice -n 10`.
+# Exit status: non-zero when a module has unchecked mutants or the kill rate of the selection is under
+# MUTATION_MIN (default 90) percent.
+#
+# How mutmut 3 meets this layout (setup.cfg [mutmut]): it copies bench_assets/ (source_paths) and tests/ into
+# mutants/ and runs pytest in-process from there with mutants/ first on sys.path. The repo is an editable
+# install, but setuptools' editable finder sits after the path finder on sys.meta_path, so `bench_assets` imports
+# from mutants/ (the copy carrying the mutants) while resources/ and definitions.py, not copied, still import
+# from the checkout (REPO_ROOT stays the checkout: dbt_report/, recipes/). pyproject's addopts carry
+# `--dist loadfile`, so setup.cfg adds `-n0`. The test selection (setup.cfg) is the fast tests of these modules;
+# mutmut maps each function to the tests that call it and runs only those, fastest first, stopping at the
+# first failure. Changing the selection in setup.cfg resets every verdict (mutmut fingerprints it); tests added
+# to files already selected are picked up incrementally, which is why survivors need --recheck.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=.venv/bin/python
+MUTMUT=.venv/bin/mutmut
+CHILDREN=${MUTATION_CHILDREN:-2}
+MIN=${MUTATION_MIN:-90}
+
+declare -A PATHS=(
+  [scoring]=bench_assets/rf100vl/scoring.py [sanity]=bench_assets/rf100vl/sanity.py
+  [warehouse_checks]=bench_assets/rf100vl/warehouse_checks.py [verify]=bench_assets/rf100vl/verify.py
+  [submission]=bench_assets/rf100vl/submission.py [lock]=bench_assets/rf100vl/lock.py
+  [stats]=bench_assets/augbench/stats.py [bootstrap]=bench_assets/augbench/bootstrap.py
+)
+ORDER=(stats bootstrap sanity warehouse_checks verify submission scoring lock)  # lock last (issue 15)
+
+mode=run
+mods=()
+for arg in "$@"; do
+  case "$arg" in
+    --recheck) mode=recheck ;;
+    --report) mode=report ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) [[ -n "${PATHS[$arg]:-}" ]] || { echo "unknown module '$arg' (one of: ${ORDER[*]})" >&2; exit 2; }
+       mods+=("$arg") ;;
+  esac
+done
+[[ ${#mods[@]} -gt 0 ]] || mods=("${ORDER[@]}")
+files=()
+for m in "${mods[@]}"; do files+=("${PATHS[$m]}"); done
+
+# Mutant names to run: those of the selected files whose verdict is missing (run) or survived/no tests
+# (recheck). Before the first run there are no meta files yet: then the module globs.
+select_names() {
+  "$PY" - "$1" "${files[@]}" <<'EOF'
+import json, sys
+from pathlib import Path
+mode, files = sys.argv[1], sys.argv[2:]
+for f in files:
+    meta = Path("mutants") / (f + ".meta")
+    if not meta.exists():
+        print(f[:-3].replace("/", ".") + ".*")
+        continue
+    for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
+        if (code is None) if mode == "run" else code in (0, 5, 33):
+            print(name)
+EOF
+}
+
+start=$SECONDS
+if [[ $mode != report ]]; then
+  mapfile -t names < <(select_names "$mode")
+  if [[ ${#names[@]} -eq 0 ]]; then
+    echo "mutation: nothing to run for ${mods[*]} (every mutant has a verdict; --recheck reruns the survivors)"
+  else
+    echo "mutation: ${#names[@]} mutant name(s)/glob(s) for ${mods[*]}, $CHILDREN at a time"
+    # No names at all (a full first run) would let mutmut pick every mutant; names make it rerun exactly these.
+    nice -n 10 "$MUTMUT" run --max-children "$CHILDREN" "${names[@]}" || echo "mutation: mutmut exited $?"
+  fi
+  echo "mutation: ran for $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s"
+fi
+
+"$PY" - "$MIN" "${files[@]}" <<'EOF'
+import json, sys
+from pathlib import Path
+from mutmut.stats import status_by_exit_code
+
+minimum, files = float(sys.argv[1]), sys.argv[2:]
+rows, tot = [], {"killed": 0, "survived": 0, "no tests": 0, "timeout": 0, "not checked": 0, "other": 0, "total": 0}
+for f in files:
+    meta = Path("mutants") / (f + ".meta")
+    codes = json.loads(meta.read_text())["exit_code_by_key"].values() if meta.exists() else []
+    c = dict.fromkeys(tot, 0)
+    for code in codes:
+        s = status_by_exit_code[code]
+        s = s if s in c else ("killed" if s == "caught by type check" else "other")
+        c[s] += 1
+        c["total"] += 1
+    rows.append((f, c))
+    for k in tot:
+        tot[k] += c[k]
+
+def pct(c):
+    judged = c["total"] - c["not checked"]
+    return 100.0 * (c["killed"] + c["timeout"]) / judged if judged else 0.0
+
+print(f"{'module':42} {'killed':>7} {'timeout':>7} {'survived':>8} {'no tests':>8} {'unchecked':>9} {'total':>6} {'%':>6}")
+for f, c in rows + [("all selected", tot)]:
+    print(f"{f:42} {c['killed']:7} {c['timeout']:7} {c['survived']:8} {c['no tests']:8} {c['not checked']:9} "
+          f"{c['total']:6} {pct(c):6.1f}")
+print("(% = (killed + timeout) / checked; 'other' verdicts (suspicious, segfault) count as not killed:"
+      f" {tot['other']})")
+bad = tot["not checked"] > 0 or tot["total"] == 0 or pct(tot) < minimum
+if bad:
+    print(f"mutation: FAIL (kill rate {pct(tot):.1f}% < {minimum:g}% or unchecked mutants left)")
+sys.exit(1 if bad else 0)
+EOF

@@ -1,0 +1,2 @@
+"""Edge cases of bench_assets/rf100vl/verify.py that kill mutants the other tests let survive (issue 15,
+docs/testing.md "Mutation testing")."""
