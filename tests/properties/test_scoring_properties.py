@@ -105,7 +105,10 @@ def make_split(seed: int, n_images: int, n_cats: int, crowd_share: float, decima
         hit_cls = np.where(rng.random(n_gt) < 0.1, rng.choice(cat_ids, n_gt), gt_cls)
         twice = found & (rng.random(n_gt) < 0.15)
         n_target = dense_dets if img["id"] == dense_image and dense_dets else int(rng.integers(0, 25))
-        n_fp = max(0, n_target - int(found.sum()) - int(twice.sum()))
+        hit_count = int(found.sum()) + int(twice.sum())
+        if img["id"] == dense_image and dense_dets and dense_one_class:  # the first class gets dense_dets exactly
+            hit_count = int((hit_cls[found] == cat_ids[0]).sum()) + int((hit_cls[twice] == cat_ids[0]).sum())
+        n_fp = max(0, n_target - hit_count)
         fp_wh = _box_sizes(rng, n_fp, w_img, h_img)
         fps = np.column_stack([(rng.random((n_fp, 2)) * ([w_img, h_img] - fp_wh)), fp_wh])
         fp_cls = rng.choice(cat_ids, n_fp)
@@ -137,10 +140,10 @@ splits = st.builds(make_split, seed=st.integers(0, 2**32 - 1), n_images=st.integ
                    crowd_share=st.sampled_from([0.0, 0.0, 0.1, 0.3]), decimals=st.sampled_from([1, 2, 3, 8]),
                    dense_dets=st.sampled_from([0, 0, 0, 101, 150]), dense_one_class=st.booleans())
 dense_splits = st.builds(make_split, seed=st.integers(0, 2**32 - 1), n_images=st.integers(1, 2),
-                         n_cats=st.integers(1, 2), crowd_share=st.sampled_from([0.0, 0.1]),
+                         n_cats=st.integers(2, 3), crowd_share=st.sampled_from([0.0, 0.1]),
                          decimals=st.sampled_from([1, 2, 3]), dense_dets=st.sampled_from([501, 520, 600]),
                          dense_one_class=st.just(True))
-max_dets = st.sampled_from([500, 500, 500, 100, 300, 20])
+max_dets = st.sampled_from([500, 500, 500, 100, 300, 20, 5])  # 5 and 20: images over max_det, pairs under
 
 
 # ---------------------------------------------------------------------------------------------

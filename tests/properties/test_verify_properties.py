@@ -74,7 +74,7 @@ def _box(draw: st.DrawFn, width: int, height: int) -> tuple[list[float], bool]:
     over = draw(st.sampled_from([None, None, None, "left", "top", "right", "bottom"]))
     if over is None:
         return [x, y, w, h], False
-    d = draw(st.integers(1, int(TOL * 10))) / 10  # 0.1 .. TOL px past the edge
+    d = draw(st.one_of(st.just(TOL), st.integers(1, int(TOL * 10)).map(lambda k: k / 10)))  # 0.1 .. TOL px past
     if over == "left":
         x, w = -d, x + w + d
     elif over == "top":
@@ -103,11 +103,13 @@ def dataset_specs(draw: st.DrawFn) -> tuple[Docs, int, dict[str, str]]:
     """The three documents of a valid dataset (as Roboflow exports them), the count of boxes past an edge, and
     each image's format."""
     n_classes = draw(st.integers(1, 3))
-    placeholder = draw(st.booleans())
+    # Roboflow's placeholder: category 0 "ds" with no box, found either because it names the classes'
+    # supercategory ("named") or because it is id 0 with supercategory "none" ("id0"); or none at all
+    placeholder = draw(st.sampled_from([None, "named", "id0"]))
     first = 1 if placeholder else draw(st.integers(0, 5))
+    class_super = {None: "things", "named": "ds", "id0": "animals"}[placeholder]
     categories = ([{"id": 0, "name": "ds", "supercategory": "none"}] if placeholder else []) + [
-        {"id": first + k, "name": f"class{k}", "supercategory": "ds" if placeholder else "things"}
-        for k in range(n_classes)]
+        {"id": first + k, "name": f"class{k}", "supercategory": class_super} for k in range(n_classes)]
     class_ids = [c["id"] for c in categories if c["name"] != "ds"]
     docs: Docs = {}
     clipped = 0
