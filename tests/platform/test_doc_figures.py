@@ -24,7 +24,7 @@ RESULTS = REPO / "benchmarks" / "results"
 # Result files a doc quotes that only a long run on an idle machine writes: until it is committed the doc's figures
 # are marked as awaiting it, and the check says which command writes the file.
 PENDING = {
-    "paper_run_rgb-micro.json": ".venv/bin/python benchmarks/paper_run.py (about 30 min on an idle 2-core machine)",
+    "paper_run_rgb-micro.json": ".venv/bin/python benchmarks/paper_run.py (an idle 2-core machine, ~45-60 min)",
 }
 
 
