@@ -12,7 +12,7 @@ from bench_assets.rf100vl import sanity
 from bench_assets.rf100vl.catalog import catalog_entry
 from bench_assets.rf100vl.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.evaluation import MAX_DET, SPLIT
-from bench_assets.rf100vl.lock import lock_mismatches
+from bench_assets.rf100vl.lock import legacy_lock_note, lock_mismatches
 from bench_assets.rf100vl.partitions import dataset_partitions
 from bench_assets.rf100vl.preflight import (
     CACHE_BYTES_PER_IMAGE,
@@ -48,7 +48,8 @@ def _load_coco(record: DatasetRecord) -> Iterable[tuple[str, dict]]:
 
 
 @dg.asset_check(asset=dataset, partitions_def=dataset_partitions, blocking=True,
-                description="The stored files still match lock.json (annotation SHA-256, image ids, file counts).")
+                description="The stored files still match lock.json (annotation SHA-256, image ids, file counts, "
+                            "every image's SHA-256).")
 def lock_matches_files(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
     record = _record(home, context.partition_key)
     if record is None:
@@ -56,7 +57,8 @@ def lock_matches_files(context: dg.AssetCheckExecutionContext, home: BenchHome) 
     problems = lock_mismatches(record.path, record.lock)
     return dg.AssetCheckResult(passed=not problems, severity=dg.AssetCheckSeverity.ERROR, metadata={
         "version": record.version, "mismatches": dg.MetadataValue.json(problems),
-        "splits_locked": len(record.lock["splits"])})
+        "splits_locked": len(record.lock["splits"]),
+        "image_hashes": legacy_lock_note(record.lock) or "every image's SHA-256 compared"})
 
 
 @dg.asset_check(asset=dataset, partitions_def=dataset_partitions,

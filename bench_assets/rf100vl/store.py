@@ -206,7 +206,7 @@ def _place(home: Path, name: str, spec: SourceSpec, hf_cache: Path, log: Callabl
                 _write_canonical(verified, out, move=fetched.owned)
                 lock = build_lock(name, out, spec.describe(), fetched.source_version,
                                   image_ids={s: [i["id"] for i in verified.coco[s]["images"]] for s in SPLITS},
-                                  roboflow=fetched.roboflow)
+                                  roboflow=fetched.roboflow, hashes=verified.image_sha256)
                 manifest = _manifest(name, spec, verified, lock, fetched.dropped_junk)
                 final = datasets_dir / name / lock["version"]
                 created = False

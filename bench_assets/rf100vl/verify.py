@@ -13,13 +13,15 @@ Normalisations are applied and counted, never silent:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -92,6 +94,7 @@ class VerifiedDataset:
     coco: dict[str, dict[str, Any]]  # split -> normalised COCO document
     stats: dict[str, SplitStats]
     normalisations: Normalisations
+    image_sha256: dict[str, dict[str, str]] = field(default_factory=dict)  # split -> file name -> SHA-256
 
     @property
     def class_names(self) -> list[str]:
@@ -204,12 +207,10 @@ def _load_json(root: Path, split: str, problems: list[Problem]) -> dict[str, Any
 # Images
 
 
-def _image_is_truncated(path: Path, fmt: str | None) -> bool:
+def _image_is_truncated(fh: BinaryIO, fmt: str | None) -> bool:
     """Cheap end-of-stream check: a cut JPEG loses its EOI marker, a cut PNG its IEND chunk."""
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        fh.seek(max(0, size - 1024))
-        tail = fh.read()
+    fh.seek(max(0, fh.seek(0, os.SEEK_END) - 1024))
+    tail = fh.read()
     if fmt == "JPEG":
         return b"\xff\xd9" not in tail
     if fmt == "PNG":
@@ -217,12 +218,24 @@ def _image_is_truncated(path: Path, fmt: str | None) -> bool:
     return False
 
 
-def _check_image(path: Path, deep: bool) -> tuple[int, int] | str:
-    """(width, height) of a readable image, or the reason it is not readable."""
+def _check_image(path: Path, deep: bool) -> tuple[tuple[int, int], str] | str:
+    """((width, height), SHA-256 of the file) of a readable image, or the reason it is not readable.
+
+    One open file serves all: its SHA-256 (the lock's image hash, streamed in chunks so a huge hostile file
+    costs no memory), then the header, the end marker and (deep) the pixels, read back from the page cache."""
+    with open(path, "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        fh.seek(0)
+        size = _image_size(fh, deep)
+    return size if isinstance(size, str) else (size, digest)
+
+
+def _image_size(fh: BinaryIO, deep: bool) -> tuple[int, int] | str:
+    """(width, height) of the image in an open file, or the reason it is not readable."""
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as im:
+        with Image.open(fh) as im:
             size = im.size
             fmt = im.format
             if deep or fmt not in ("JPEG", "PNG"):
@@ -231,14 +244,16 @@ def _check_image(path: Path, deep: bool) -> tuple[int, int] | str:
         return f"declares an implausibly large image, refused unread ({exc})"
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         return f"not a readable image ({exc.__class__.__name__}: {exc})"
-    if _image_is_truncated(path, fmt):
+    if _image_is_truncated(fh, fmt):
         return f"truncated {fmt} file (end-of-image marker missing)"
     return size
 
 
 def _verify_images(root: Path, split: str, images: list[dict[str, Any]], deep: bool,
-                   problems: list[Problem]) -> int:
+                   problems: list[Problem]) -> tuple[int, dict[str, str]]:
+    """Total bytes of the listed images and their SHA-256 by file name (problems appended)."""
     total_bytes = 0
+    digests: dict[str, str] = {}
     missing: list[str] = []
     unsafe: list[str] = []
     links: list[str] = []
@@ -261,10 +276,12 @@ def _verify_images(root: Path, split: str, images: list[dict[str, Any]], deep: b
         if isinstance(checked, str):
             problems.append(Problem(split, name, "image", checked,
                                     "re-download the image or remove it and its boxes from the export"))
-        elif checked != (img.get("width"), img.get("height")):
+            continue
+        (width, height), digests[name] = checked
+        if (width, height) != (img.get("width"), img.get("height")):
             problems.append(Problem(
                 split, ANNOTATIONS_FILE, f"images[id={img.get('id')}].width/height",
-                f"JSON says {img.get('width')}x{img.get('height')} but {name} is {checked[0]}x{checked[1]}",
+                f"JSON says {img.get('width')}x{img.get('height')} but {name} is {width}x{height}",
                 "re-export so the JSON matches the image files (boxes are in the file's pixel grid)"))
     if unsafe:
         problems.append(Problem(split, ANNOTATIONS_FILE, "images[].file_name",
@@ -280,7 +297,7 @@ def _verify_images(root: Path, split: str, images: list[dict[str, Any]], deep: b
             split, ANNOTATIONS_FILE, "images[].file_name",
             f"{len(missing)} listed image(s) missing from {root / split}, first: {missing[:_EXAMPLES]}",
             "re-download the split or remove those images from the JSON"))
-    return total_bytes
+    return total_bytes, digests
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,7 +492,7 @@ def _verify_split(root: Path, split: str, doc: dict[str, Any], category_ids: set
                                 f"{len(unknown_cat)} annotation(s) use category ids not in categories, first "
                                 f"(annotation id, category id): {unknown_cat[:_EXAMPLES]}",
                                 "re-export with a consistent class list or drop those boxes"))
-    image_bytes = _verify_images(root, split, images, deep, problems)
+    image_bytes, image_sha256 = _verify_images(root, split, images, deep, problems)
     boxes = _bbox_array(split, annotations, problems)
     if boxes is None or unknown_img:
         return None
@@ -486,7 +503,7 @@ def _verify_split(root: Path, split: str, doc: dict[str, Any], category_ids: set
     if len(problems) > start:
         return None
     return {"images": images, "annotations": annotations, "boxes": clipped, "clipped": clipped_mask,
-            "area_missing": area_missing, "image_bytes": image_bytes, "doc": doc}
+            "area_missing": area_missing, "image_bytes": image_bytes, "image_sha256": image_sha256, "doc": doc}
 
 
 def _split_stats(checked: dict[str, Any]) -> SplitStats:
@@ -569,4 +586,5 @@ def verify_dataset(root: Path, *, deep: bool = False) -> VerifiedDataset:
     )
     coco = {s: _normalise_split(s, checked[s], cat_map, categories, norm) for s in SPLITS}  # type: ignore[arg-type]
     stats = {s: _split_stats(checked[s]) for s in SPLITS}  # type: ignore[arg-type]
-    return VerifiedDataset(root=root, categories=categories, coco=coco, stats=stats, normalisations=norm)
+    return VerifiedDataset(root=root, categories=categories, coco=coco, stats=stats, normalisations=norm,
+                           image_sha256={s: checked[s]["image_sha256"] for s in SPLITS})  # type: ignore[index]

@@ -45,6 +45,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "classes_present": "BIGINT", "megapixels_mean": "DOUBLE", "megapixels_max": "DOUBLE",
         "image_bytes": "BIGINT", "annotations_sha256": "VARCHAR", "image_ids_sha256": "VARCHAR",
         "num_images": "BIGINT", "num_files": "BIGINT", "bytes": "BIGINT",
+        "images_sha256": "VARCHAR",  # NULL for a version locked before image hashes (lock format v1)
     },
     "runs": {
         "model": "VARCHAR", "dataset": "VARCHAR", "dataset_version": "VARCHAR", "run_signature": "VARCHAR",
@@ -163,7 +164,7 @@ def _dataset_split_rows(home: Path) -> pd.DataFrame:
         rec = load_record(datasets_dir, name, version)
         assert rec is not None
         for s in SPLITS:
-            rows.append({"dataset": name, "version": version, "split": s,
+            rows.append({"dataset": name, "version": version, "split": s, "images_sha256": None,
                          **rec.manifest["splits"][s], **rec.lock["splits"][s]})
     return pd.DataFrame(rows)
 

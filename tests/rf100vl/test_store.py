@@ -94,3 +94,70 @@ def test_mini_generated_source(tmp_path: Path) -> None:
     shutil.rmtree(home / "datasets")
     again = materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache")
     assert again.version == rec.version  # deterministic generator -> same content version
+
+
+def _flip_one_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))  # same name, same byte count, same declared pixel size
+
+
+def test_lock_names_an_image_edited_to_the_same_size(tmp_path: Path) -> None:
+    rec = _import(tmp_path / "home", "ds", broken("valid_base", tmp_path))
+    assert rec.lock["format"] == "bench.dataset-lock.v2"
+    img = sorted((rec.path / "test").glob("*.png"))[0]
+    size = img.stat().st_size
+    _flip_one_byte(img)
+    assert img.stat().st_size == size
+    problems = lock_mismatches(rec.path, rec.lock)
+    assert problems == [f"test: 1 image(s) changed content since the lock (SHA-256 differs), first: ['{img.name}']"]
+
+
+def test_lock_hashes_come_from_verification_and_equal_a_fresh_hash_of_the_files(tmp_path: Path) -> None:
+    from bench_assets.platform.fsutil import sha256_file
+    from bench_assets.rf100vl.lock import build_lock, image_hashes
+
+    rec = _import(tmp_path / "home", "ds", broken("valid_base", tmp_path))
+    for split, hashes in rec.lock["images"].items():
+        files = sorted(f for f in (rec.path / split).iterdir() if f.name != "_annotations.coco.json")
+        assert hashes == {f.name: sha256_file(f) for f in files} == image_hashes(rec.path / split)
+    recomputed = build_lock("ds", rec.path, rec.lock["source"], rec.lock["source_version"],
+                            roboflow=rec.lock["roboflow"])  # no hashes given: every file read here
+    assert recomputed == rec.lock
+
+
+def test_lock_with_hand_edited_image_hashes_is_refused(tmp_path: Path) -> None:
+    rec = _import(tmp_path / "home", "ds", broken("valid_base", tmp_path))
+    forged = json.loads(json.dumps(rec.lock))
+    name = next(iter(forged["images"]["valid"]))
+    forged["images"]["valid"][name] = "0" * 64
+    assert lock_mismatches(rec.path, forged) == [
+        f"valid: 1 image(s) changed content since the lock (SHA-256 differs), first: ['{name}']"]
+    forged["images"]["valid"] = dict(rec.lock["images"]["valid"])
+    forged["splits"]["valid"]["images_sha256"] = "0" * 64  # aggregate no longer the hash of the per-image ones
+    assert lock_mismatches(rec.path, forged) == [
+        "valid: images_sha256 does not match the lock's image hashes (lock edited by hand?)"]
+    del forged["images"]["train"]
+    assert "train: the lock has no image hashes for this split (lock edited by hand?)" in lock_mismatches(
+        rec.path, forged)
+
+
+def test_legacy_lock_without_image_hashes_is_checked_on_what_it_records(tmp_path: Path) -> None:
+    from bench_assets.rf100vl.lock import legacy_lock_note, version_of
+
+    rec = _import(tmp_path / "home", "ds", broken("valid_base", tmp_path))
+    assert legacy_lock_note(rec.lock) is None
+    legacy = json.loads(json.dumps(rec.lock))
+    legacy["format"] = "bench.dataset-lock.v1"
+    del legacy["images"]
+    for facts in legacy["splits"].values():
+        del facts["images_sha256"]
+    legacy["version"] = version_of(legacy["splits"])
+    assert lock_mismatches(rec.path, legacy) == []
+    assert "re-import" in legacy_lock_note(legacy)
+    _flip_one_byte(sorted((rec.path / "test").glob("*.png"))[0])
+    assert lock_mismatches(rec.path, legacy) == []  # what v1 cannot see, and why the note exists
+    (rec.path / "test" / "_annotations.coco.json").write_text("{}")
+    assert any(p.startswith("test: cannot read") for p in lock_mismatches(rec.path, legacy))
+    legacy["format"] = "bench.dataset-lock.v0"
+    assert lock_mismatches(rec.path, legacy)[0].endswith("expected 'bench.dataset-lock.v2'")
