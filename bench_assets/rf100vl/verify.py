@@ -344,10 +344,16 @@ def _find_placeholders(categories: list[dict[str, Any]], boxes_per_category: Cou
     }
 
 
+def _category_key(categories: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+    """The (id, name) pairs of a class list in a fixed order; sorted by their repr, so an id written as a string
+    or null (refused above with its own problem) is compared too instead of crashing the sort."""
+    return sorted(((c.get("id"), c.get("name")) for c in categories), key=repr)
+
+
 def _check_categories(docs: dict[str, dict[str, Any]], problems: list[Problem]) -> list[dict[str, Any]]:
     first_split = next(iter(docs))
     reference = docs[first_split]["categories"]
-    ref_key = sorted((c.get("id"), c.get("name")) for c in reference)
+    ref_key = _category_key(reference)
     for split, doc in docs.items():
         cats = doc["categories"]
         ids = [c.get("id") for c in cats]
@@ -365,7 +371,7 @@ def _check_categories(docs: dict[str, dict[str, Any]], problems: list[Problem]) 
         if dup:
             problems.append(Problem(split, ANNOTATIONS_FILE, "categories[].id",
                                     f"duplicate category ids {dup[:_EXAMPLES]}", "re-export the dataset"))
-        if sorted((c.get("id"), c.get("name")) for c in cats) != ref_key:
+        if _category_key(cats) != ref_key:
             problems.append(Problem(split, ANNOTATIONS_FILE, "categories",
                                     f"categories differ from the {first_split} split's",
                                     "export all splits from one dataset version"))
@@ -430,7 +436,8 @@ def _check_boxes(split: str, annotations: list[dict[str, Any]], boxes: np.ndarra
     vanished = changed & ((clipped[:, 2] <= 0) | (clipped[:, 3] <= 0))
     _report(split, "annotations[].bbox", annotations, vanished, "lie entirely outside the image",
             "fix the export or drop the box", problems)
-    return clipped, changed
+    # A box that needed no clipping is written exactly as exported: x0 + w - x0 is not always w in floats.
+    return np.where(changed[:, None], clipped, boxes), changed
 
 
 def _check_areas(split: str, annotations: list[dict[str, Any]], boxes: np.ndarray,
