@@ -5,7 +5,7 @@ export MKL_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 TEST_WORKERS ?= 2  # pytest-xdist workers for `make test` (the servers and training children wait a lot)
 
-.PHONY: setup demo test ui benchmarks lint mutation
+.PHONY: setup demo test test-fast ui benchmarks lint mutation
 
 setup:
 	@scripts/bootstrap.sh
@@ -17,6 +17,9 @@ test: setup
 	@scripts/system_deps.sh  # Chromium (browser test), Redis and PostgreSQL (cluster test): Debian packages
 	$(VENV)/bin/lint-imports  # the architecture contract (pyproject.toml [tool.importlinter], docs/architecture.md)
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS)  # a file's tests stay on one worker (--dist loadfile)
+
+test-fast: setup  # the edit loop: unit and pure tests, no Dagster runs, dbt, servers or training (-m "not slow")
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 ui: setup
 	$(VENV)/bin/bench ui

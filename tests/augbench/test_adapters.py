@@ -17,6 +17,8 @@ import pytest
 from bench_assets.augbench import transform_specs as ts
 from bench_assets.augbench.adapters import LIBRARIES, SpecError, Unsupported, get_adapter
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 REPO = Path(__file__).resolve().parents[2]
 CPU_LIBS = ("albumentationsx", "torchvision", "kornia", "pillow")
 SIZE = 256

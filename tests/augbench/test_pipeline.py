@@ -14,6 +14,8 @@ from bench_assets.platform.warehouse import rebuild_warehouse
 from tests.conftest import REPO, run_bench
 from tests.tables import ALL_TABLES
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 TINY = """
 name: tiny-rgb
 media: rgb

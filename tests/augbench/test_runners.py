@@ -15,6 +15,8 @@ from bench_assets.augbench.media import MediaSet
 from bench_assets.augbench.runners import CellResult, apply_thread_policy, run_dataloader, run_micro
 from bench_assets.augbench.stats import summarize, t_quantile_975
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 try:
     from bench_assets.augbench.adapters.base import Unsupported
 except ImportError:  # the adapters land in parallel; the runners match the exception by name until then

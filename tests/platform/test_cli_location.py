@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench_assets.platform.location import load_definitions, workspace_python_file
 from tests.conftest import REPO, broken
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 SPY = ("import sys; from bench_assets.report import dbt_assets; calls = []; original = dbt_assets.prepare_manifest; "
        "dbt_assets.prepare_manifest = lambda **kw: (calls.append(1), original(**kw))[1]; "

@@ -20,6 +20,8 @@ import pytest
 
 from tests.conftest import CORPUS, REPO
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 SCRIPT = r'''
 import contextlib, io, json, sys
 from pathlib import Path

@@ -9,10 +9,13 @@ import uuid
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from bench_assets.platform.doctor import diagnose, doctor_main
 from bench_assets.platform.instance import HOST_TAG, PID_TAG
 from tests.platform.test_fault_litter import HOLD_SCRATCH, dead_pid, holding
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 
 def _run(instance: dg.DagsterInstance, status: dg.DagsterRunStatus, pid: int | None = None) -> str:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench_assets.platform.run_pool import PoolRun, run_all
 from tests.platform import pool_location
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 
 def _run(label: str, log: Path, action: str = "sleep", seconds: float = 0.3) -> PoolRun:

@@ -9,8 +9,11 @@ from collections import deque
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from tests.synthetic_campaign import make_campaign
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 WAREHOUSE = dg.AssetKey(["report", "warehouse"])
 

@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.rf100vl.sources import local_spec
 from bench_assets.rf100vl.store import materialize_dataset
 from tests.conftest import REPO, broken
 from tests.tables import ALL_TABLES
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 
 def test_dbt_staging_builds_over_the_warehouse_read_only(tmp_path: Path) -> None:

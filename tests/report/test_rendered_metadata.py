@@ -6,7 +6,11 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import pytest
+
 from bench_assets.report.report_assets import inline_images
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 

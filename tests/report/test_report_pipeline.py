@@ -13,6 +13,8 @@ from bench_assets.rf100vl.submission import build_submission, import_submission
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -12,6 +12,8 @@ from bench_assets.platform.instance import execute, open_instance
 from bench_assets.platform.warehouse import query
 from tests.report.toy_family import definitions as toy
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 
 @pytest.fixture
 def location():  # noqa: ANN201 - the composed Definitions

@@ -19,6 +19,8 @@ from bench_assets.rf100vl.schedules import (
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 
 def _add_run(instance: dg.DagsterInstance, key: str, status: dg.DagsterRunStatus) -> None:
     instance.add_run(dg.DagsterRun(job_name="rf100vl_campaign_job", run_id=str(uuid.uuid4()), status=status,

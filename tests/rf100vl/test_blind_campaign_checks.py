@@ -7,10 +7,14 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.rf100vl import warehouse_checks as cc
 from bench_assets.rf100vl.submission import build_submission, submission_path
 from tests.synthetic_campaign import METRICS
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 MODELS = ("syna-t", "syna-s", "syna-m", "syna-c")
 

@@ -7,8 +7,11 @@ import uuid
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from tests.synthetic_campaign import make_campaign
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 
 def test_campaign_status_counts_every_state_and_agrees_with_bench_status(bench_home: Path, instance) -> None:  # noqa: ANN001

@@ -14,6 +14,8 @@ import pytest
 from bench_assets.cli import main
 from tests.conftest import CORPUS, run_bench
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 VALID = {"valid_base", "bbox_slightly_outside"}
 CASES = ([f"broken/{p.name}" for p in sorted((CORPUS / "broken").iterdir()) if p.name not in VALID]
          + [f"links/{p.name}" for p in sorted((CORPUS / "links").iterdir())]

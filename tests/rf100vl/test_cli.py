@@ -8,8 +8,11 @@ import subprocess
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from tests.conftest import BENCH, CORPUS, REPO, broken, run_bench
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 
 def test_import_directory_then_tar_then_list(bench_home: Path, tmp_path: Path) -> None:

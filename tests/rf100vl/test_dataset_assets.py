@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import pytest
 from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
@@ -17,6 +18,8 @@ from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job
 from bench_assets.rf100vl.partitions import register_import, register_partitions
 from tests.conftest import CORPUS, broken
 from tests.tables import ALL_TABLES
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 DATASET_KEY = dg.AssetKey(["rf100vl", "dataset"])
 

@@ -29,6 +29,8 @@ from bench_assets.rf100vl.sources import SourceSpec, register
 from resources.bench_home import BenchHome
 from tests.conftest import run_bench
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 DATASET_KEY = dg.AssetKey(["rf100vl", "dataset"])
 SCORES_KEY = dg.AssetKey(["rf100vl", "scores"])
 SUBMISSION_KEY = dg.AssetKey(["rf100vl", "submission"])

@@ -24,6 +24,8 @@ from bench_assets.rf100vl.report_page import (
 )
 from tests.tables import create_sql
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 EVIL = 'imp<script>alert("x")</script>'
 OURS_B_WHY = "3/100 RF100-VL datasets scored; recipe not protocol-conformant"
 EVIL_WHY = "4/100 RF100-VL datasets scored; protocol conformance not recorded"

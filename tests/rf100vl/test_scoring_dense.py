@@ -27,6 +27,8 @@ import pytest
 
 from bench_assets.rf100vl import scoring
 
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+
 TILE = (2300, 2500)  # width, height of the dense aerial tile
 
 

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from bench_assets.rf100vl.jobs import catalog_job, dataset_job
 from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
@@ -19,6 +20,8 @@ from bench_assets.rf100vl.preflight import (
 from bench_assets.rf100vl.sensors import inbox_requests, inbox_sensor
 from resources.bench_home import BenchHome
 from tests.conftest import CORPUS
+
+pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
 
 
 def _age(path: Path, seconds: float) -> None:
