@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import tempfile
 import time
@@ -72,6 +73,7 @@ def cluster() -> Iterator[Path]:
             time.sleep(0.5)
         assert not [p for p in pids if _alive(p)], "bench cluster down left processes running"
         assert not (home / "cluster" / "state.json").exists()
+        shutil.rmtree(home)  # ~350 MB per run; a failed teardown keeps it (the asserts above) for a post-mortem
 
 
 def test_status_lists_servers_and_workers(cluster: Path) -> None:
