@@ -1,12 +1,13 @@
 """Every scoring backend gives stock pycocotools' numbers on random splits (issue 15, property tests).
 
-The splits are drawn by hypothesis: a handful of images (ids unordered and far apart, in shuffled file order),
-one to four categories (ids not contiguous), crowd boxes, boxes from under a pixel to most of the image (with the
-COCO bucket edges 32^2 and 96^2 hit exactly), jittered hits, wrong classes, duplicates, false positives, scores
-rounded so ties are everywhere, and sometimes a dense image with 101..650 detections (past maxDets 100, and past
-500 on one (image, category) so the cut matters). Each property goes through the product's public functions
-(`scoring.score`, `scoring.score_both`, `scoring.parity`), so a wrong change in our feeding of a library, our
-reading of its arrays or our parity audit is what fails, not the library.
+The splits are drawn by hypothesis: a handful of images (ids unordered and far apart, in shuffled file order), one
+to four categories (ids not contiguous), crowd boxes, boxes from under a pixel to most of the image (with the COCO
+bucket edges 32^2 and 96^2 hit exactly), jittered hits, wrong classes, duplicates, false positives, scores rounded
+so ties are everywhere, sometimes an image with 101 or 150 detections (past maxDets 100), scored at max_det 500,
+300, 100, 20 and 5 (images over max_det, pairs under it); and, as their own strategy, splits with 501..600
+detections of one class on one image (past 500 on one (image, category), so the cut matters). Each property goes
+through the product's public functions (`scoring.score`, `scoring.score_both`, `scoring.parity`), so a wrong change
+in our feeding of a library, our reading of its arrays or our parity audit is what fails, not the library.
 
 The reference is stock pycocotools, called here directly (`COCO`, `loadRes`, `COCOeval`), as REFERENCE.md section 3
 and `scoring.py`'s docstring document reading it: `params.maxDets` with the protocol's 500 ([1, 10, 500]),
@@ -39,8 +40,9 @@ FIRST_HIT = 1.0 / (1.0 + np.spacing(1))  # stock pycocotools' precision of a top
 FCE_METRIC_TOL = 1e-15  # see the module docstring: faster-coco-eval's precision without eps
 SMALL, MEDIUM = 32.0**2, 96.0**2  # COCOeval's area bucket edges (both ends belong to both neighbours)
 
-# the column of pycocotools' accumulated arrays each metric reads, written out here once, independently of
-# `scoring.read_metrics`: (IoU rows or None for all, area index: 0 all 1 small 2 medium 3 large, maxDets value)
+# where in pycocotools' accumulated arrays each metric is read, written out here once, independently of
+# `scoring.read_metrics`. Area index: 0 all, 1 small, 2 medium, 3 large. AP: (IoU row, None for all ten; area),
+# AR: (area; maxDets column, None for max_det).
 IOU_ROW_50, IOU_ROW_75 = 0, 5  # iouThrs = 0.50, 0.55, ..., 0.95
 AP_READS = {"mAP50_95": (None, 0), "mAP50": (IOU_ROW_50, 0), "mAP75": (IOU_ROW_75, 0), "mAP_small": (None, 1),
             "mAP_medium": (None, 2), "mAP_large": (None, 3)}

@@ -191,8 +191,8 @@ def test_every_valid_dataset_verifies_and_is_normalised(spec: Any) -> None:
             width, height = sizes[a["image_id"]]
             assert 0 <= x and 0 <= y and w > 0 and h > 0 and x + w <= width and y + h <= height
             past = _past_an_edge(a["bbox"], width, height)
-            if not past:  # kept, up to the rounding of (x + w) - x: test_a_box_inside_its_image_is_written_unchanged
-                assert b["bbox"] == pytest.approx(a["bbox"], rel=1e-12, abs=1e-12)
+            if not past:  # kept as written, to the bit
+                assert b["bbox"] == a["bbox"]
             if past or "area" not in a:
                 assert b["area"] == w * h
             else:
@@ -218,14 +218,10 @@ def tiny_spec(bbox: list[float], size: int = 8) -> tuple[Docs, int, dict[str, st
     return {s: json.loads(json.dumps(doc)) for s in SPLITS}, 0, {f"{s}/img_0.png": "PNG" for s in SPLITS}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "PRODUCT BUG (found by test_every_valid_dataset_verifies_and_is_normalised, reported in issue 15): verify.py's "
-    "normalisation writes every box as the clipped one, [x0, y0, x1 - x0, y1 - y0], even when nothing was clipped, "
-    "so a box inside its image comes out as (x + w) - x instead of w. strict: once fixed, this passes and the "
-    "marker must go (and the property above can compare boxes exactly)."))
 def test_a_box_inside_its_image_is_written_unchanged() -> None:
-    """The shrunk counterexample: [0.0, 0.2, 0.1, 0.1] on an 8 x 8 image comes out with height
-    0.10000000000000003 (0.2 + 0.1 - 0.2)."""
+    """The property's shrunk counterexample, kept as a regression test: [0.0, 0.2, 0.1, 0.1] on an 8 x 8 image
+    came out with height 0.10000000000000003 ((0.2 + 0.1) - 0.2) when every box was written as the clipped one
+    (fixed in 6ca4877)."""
     v, _ = _verified(tiny_spec([0.0, 0.2, 0.1, 0.1]))
     assert v.normalisations.boxes_clipped == {s: 0 for s in SPLITS}
     assert [v.coco[s]["annotations"][0]["bbox"] for s in SPLITS] == [[0.0, 0.2, 0.1, 0.1]] * 3
@@ -497,9 +493,8 @@ def category_id_duplicated(ds: Dataset, data: st.DataObject) -> list[Expect]:
 
 
 def category_id_not_an_integer(ds: Dataset, data: st.DataObject) -> list[Expect]:
-    """One more class whose id is 100.0, in every split (no box uses it). An id written as a string or null
-    crashes verification instead: `test_a_category_id_written_as_a_string_is_refused`."""
-    bad = data.draw(st.sampled_from([100.0, 1e3]), label="id")
+    """One more class whose id is "100", null or 100.0, in every split (no box uses it)."""
+    bad = data.draw(st.sampled_from(["100", None, 100.0]), label="id")
     _in_every_split(ds, lambda c: c.append({"id": bad, "name": "odd", "supercategory": "none"}))
     return [Expect(s, ANNOTATIONS_FILE, "categories[].id", f"1 non-integer category id(s), first: [{bad!r}]")
             for s in SPLITS]
@@ -629,13 +624,11 @@ def test_each_defect_is_refused_for_that_reason_only(defect: str, spec: Any, dat
         assert str(p) in str(err.value)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "PRODUCT BUG (found by test_each_defect_is_refused_for_that_reason_only[category_id_not_an_integer], reported in "
-    "issue 15): a category id written as a string (\"7\") or null makes verify.py's `_check_categories` crash with "
-    "TypeError (it sorts (id, name) pairs, and '<' between a str or None and an int fails) instead of refusing the "
-    "dataset with DatasetInvalid naming the id. strict: once fixed, this passes and the marker must go."))
 @pytest.mark.parametrize("bad", ["7", None])
 def test_a_category_id_written_as_a_string_is_refused(tmp_path: Path, bad: Any) -> None:
+    """Found by the defect property: such an id crashed verification with a TypeError (the splits' class lists
+    were compared as sorted (id, name) pairs, and "7" < 0 cannot be ordered) instead of naming the id (fixed in
+    6ca4877)."""
     ds = write_dataset(tmp_path / "ds", tiny_spec([1.0, 1.0, 4.0, 4.0]))
     _in_every_split(ds, lambda c: c.append({"id": bad, "name": "odd", "supercategory": "none"}))
     with pytest.raises(DatasetInvalid) as err:
