@@ -58,8 +58,15 @@ def _ui_speed(r: dict[str, Any]) -> list[str]:
 
 def _materialize_copy(r: dict[str, Any]) -> list[str]:
     us = r["us_per_call"]
+    vflip = sorted(round(us[f"VerticalFlip view: {k}"]) for k in ("np.ascontiguousarray", "contiguous_copy (the rule)"))
     return [f"HorizontalFlip view {us['HorizontalFlip view: np.ascontiguousarray']:.0f} us with numpy's copy, "
-            f"{us['HorizontalFlip view: contiguous_copy (the rule)']:.0f} us with the rule"]
+            f"{us['HorizontalFlip view: contiguous_copy (the rule)']:.0f} us with the rule",
+            f"(`cv2.flip` of the whole image {us['baseline: cv2.flip(image, 1)']:.0f} us, a plain copy "
+            f"{us['baseline: image.copy()']:.0f} us); VerticalFlip view {vflip[0]}-{vflip[1]} us either way",
+            f"(`.contiguous()` of a read_image-layout 375x500 view: "
+            f"{us['torch: .contiguous() of a read_image-layout CHW view']:.0f} us; torchvision's flip "
+            f"{us['torchvision horizontal_flip, contiguous CHW input']:.0f} us on a contiguous input, "
+            f"{us['torchvision horizontal_flip, read_image-layout input + .contiguous()']:.0f} us the published way)"]
 
 
 def _agreement(r: dict[str, Any]) -> list[str]:
@@ -206,6 +213,23 @@ def _probes(r: dict[str, Any]) -> list[str]:
                 *list(sat.values())[:2])]
 
 
+def _probes_augbench_md(r: dict[str, Any]) -> list[str]:
+    """docs/augbench.md's wording of the same probes ("Agreement with the published tables")."""
+    calls = r["opencv_ipp"]["calls"]
+    add = "cv2.add(float32 375x500, 1.0) us"
+    ax = r["opencv_ipp"]["albumentationsx_items_per_s"]
+    c, g = ax["CornerIllumination"], ax["GaussianIllumination"]
+    pil = r["pillow_published_conversion"]
+    sat = list(r["saturation"].values())
+    return [f"{calls['ipp_on'][add]:,.0f} us with IPP, {calls['ipp_off'][add]:,.0f} us after",
+            f"{c['ipp_on']:,.0f} and {g['ipp_on']:,.0f} items/s here ({c['ipp_off']:,.0f} and {g['ipp_off']:,.0f} "
+            "with IPP off)",
+            f"full image copy, {pil['conversion_alone_us']:.0f} us per image here",
+            f"VerticalFlip is {pil['VerticalFlip']['slowdown']:.1f}x slower with it",
+            f"takes {r['albumentationsx_hflip_output']['call_then_ascontiguousarray_us']:.0f} us instead of",
+            f"(an HSV round trip, {sat[1]:,.0f} items/s here)", f"like Pillow's; {sat[0]:,.0f} items/s)"]
+
+
 def _probes_published_versions(r: dict[str, Any]) -> list[str]:
     h = r["albumentationsx_hflip_output"]
     return [f"{h['albumentationsx']}'s is contiguous ({h['call_us']:.0f} us)"]
@@ -224,6 +248,7 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("benchmarks/README.md", "campaign_simulation.json", _simulation),
     ("benchmarks/README.md", "published_outlier_probes.json", _probes),
     ("benchmarks/README.md", "published_outlier_probes_published_versions.json", _probes_published_versions),
+    ("docs/augbench.md", "published_outlier_probes.json", _probes_augbench_md),
     ("benchmarks/README.md", "import_time.json", _import_time_table),
     ("docs/datasets.md", "import_time.json", _import_time_summary),
     ("benchmarks/README.md", "report_speed.json", _report_speed),
@@ -233,6 +258,8 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/training.md", "scoring_speed.json", _scoring_summary),
     ("docs/augbench.md", "paper_run_rgb-micro.json", _paper_run),
     ("docs/augbench.md", "paper_run_rgb-micro_smoke.json", _paper_run),
+    *[("docs/augbench.md", f"paper_run_{family}_reduced.json", _paper_run)
+      for family in ("rgb-dataloader", "9ch-dataloader", "video-dataloader", "video-micro")],
 ]
 
 
