@@ -16,7 +16,7 @@ demo: setup
 test: setup
 	@scripts/system_deps.sh  # Chromium (browser test), Redis and PostgreSQL (cluster test): Debian packages
 	$(VENV)/bin/lint-imports  # the architecture contract (pyproject.toml [tool.importlinter], docs/architecture.md)
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS)  # a file's tests stay on one worker (--dist loadfile)
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --durations=25  # a file's tests stay on one worker (--dist loadfile); the 25 slowest are listed
 
 test-fast: setup  # the edit loop: unit and pure tests, no Dagster runs, dbt, servers or training (-m "not slow")
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
