@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Creates .venv when missing and installs the pinned dependencies (offline-safe: local wheels + PyPI mirror).
-# Re-runs only when pyproject.toml or this script changed (a stamp records what was installed).
+# Re-runs only when pyproject.toml, constraints.txt or this script changed (a stamp records what was installed).
+# constraints.txt pins every transitive package too, so two fresh machines get the same set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stamp=.venv/.bootstrap-stamp
-want=$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml constraints.txt scripts/bootstrap.sh | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -15,7 +16,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv with $py"
   "$py" -m venv .venv
 fi
-pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt)
 
 # torch first, pinned: anything else asking for torch would otherwise pull a multi-GB CUDA build.
 "${pip[@]}" torch==2.14.1 torchvision==0.29.1
