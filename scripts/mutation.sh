@@ -116,6 +116,8 @@ print("(% = (killed + timeout) / checked; 'other' verdicts (suspicious, segfault
       f" {tot['other']})")
 bad = tot["not checked"] > 0 or tot["total"] == 0 or pct(tot) < minimum
 if bad:
-    print(f"mutation: FAIL (kill rate {pct(tot):.1f}% < {minimum:g}% or unchecked mutants left)")
+    why = (f"{tot['not checked']} mutant(s) not checked yet" if tot["not checked"] else
+           f"kill rate {pct(tot):.1f}% < {minimum:g}%")
+    print(f"mutation: FAIL ({why})")
 sys.exit(1 if bad else 0)
 EOF

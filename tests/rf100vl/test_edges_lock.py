@@ -1,2 +1,127 @@
 """Edge cases of bench_assets/rf100vl/lock.py that kill mutants the other tests let survive (issue 15,
-docs/testing.md "Mutation testing")."""
+docs/testing.md "Mutation testing"). Hashes are checked against hashlib on the documented canonical text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from bench_assets.platform.fsutil import canonical_json_sha256
+from bench_assets.rf100vl import lock
+from bench_assets.rf100vl.verify import ANNOTATIONS_FILE, SPLITS
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_image_ids_hash_is_the_sha256_of_the_sorted_ids_one_per_line() -> None:
+    assert lock.image_ids_sha256([10, 2, 1]) == _sha("1\n2\n10")  # numeric order, not text order
+    assert lock.image_ids_sha256(["b", "a"]) == _sha("a\nb")
+    assert lock.image_ids_sha256([]) == _sha("")
+    # mixed types sort by type name first ("<class 'int'>" < "<class 'str'>"), then by value
+    assert lock.image_ids_sha256(["b", 3, "a", 1]) == _sha("1\n3\na\nb")
+
+
+def _split(root: Path, name: str, images: list[tuple[int, str, bytes]]) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    doc = {"images": [{"id": i, "file_name": f} for i, f, _ in images], "annotations": [], "categories": []}
+    (d / ANNOTATIONS_FILE).write_text(json.dumps(doc))
+    for _, f, data in images:
+        (d / f).write_bytes(data)
+    return d
+
+
+def _dataset(root: Path) -> Path:
+    _split(root, "train", [(1, "a.jpg", b"12345"), (2, "b.jpg", b"67")])
+    _split(root, "valid", [(5, "c.jpg", b"x")])
+    _split(root, "test", [(9, "d.jpg", b"yyyy"), (3, "e.jpg", b"")])
+    return root
+
+
+def test_split_facts_count_the_image_files_but_not_the_annotation_file_or_folders(tmp_path: Path) -> None:
+    d = _split(tmp_path, "train", [(2, "a.jpg", b"12345"), (1, "b.jpg", b"67")])
+    (d / "sub").mkdir()
+    facts = lock.split_facts(d)
+    assert facts["annotations_sha256"] == hashlib.sha256((d / ANNOTATIONS_FILE).read_bytes()).hexdigest()
+    assert facts["image_ids_sha256"] == _sha("1\n2")
+    assert (facts["num_images"], facts["num_files"], facts["bytes"]) == (2, 2, 7)
+    # ids passed in are used instead of the file's
+    assert lock.split_facts(d, [7])["image_ids_sha256"] == _sha("7") and lock.split_facts(d, [7])["num_images"] == 1
+
+
+def test_the_lock_of_a_dataset_and_its_version(tmp_path: Path) -> None:
+    root = _dataset(tmp_path / "ds")
+    built = lock.build_lock("ds", root, {"kind": "local"}, "v0", roboflow={"version_id": 4})
+    assert built["format"] == "bench.dataset-lock.v1" and built["dataset"] == "ds"
+    assert built["source"] == {"kind": "local"} and built["source_version"] == "v0"
+    assert built["roboflow"] == {"version_id": 4}
+    assert list(built["splits"]) == list(SPLITS)
+    assert built["splits"]["test"]["image_ids_sha256"] == _sha("3\n9") and built["splits"]["train"]["bytes"] == 7
+    assert built["version"] == canonical_json_sha256({s: built["splits"][s] for s in SPLITS})[:12]
+    assert lock.version_of(built["splits"]) == built["version"] and len(built["version"]) == 12
+    with_ids = lock.build_lock("ds", root, {}, None, image_ids={"valid": [5, 6]})
+    assert with_ids["splits"]["valid"]["num_images"] == 2 and with_ids["splits"]["train"]["num_images"] == 2
+    assert with_ids["roboflow"] is None
+    assert lock.lock_mismatches(root, built) == []
+
+
+@pytest.mark.parametrize("roboflow, expected", [({"version_id": 3}, 3), ({"version_id": "3"}, None),
+                                                ({}, None), (None, None)])
+def test_roboflow_version(roboflow: dict | None, expected: int | None) -> None:
+    assert lock.roboflow_version({"roboflow": roboflow}) == expected
+    assert lock.roboflow_version({}) is None
+
+
+def test_listing_mismatches_name_absent_and_unlisted_files(tmp_path: Path) -> None:
+    d = _split(tmp_path, "valid", [(1, "a.jpg", b"1"), (2, "b.jpg", b"2")])
+    assert lock.listing_mismatches(d) == []
+    (d / "a.jpg").unlink()
+    for n in range(5):
+        (d / f"z{n}.jpg").write_bytes(b"")
+    assert lock.listing_mismatches(d) == [
+        "valid: 1 listed image(s) absent from the folder, first: ['a.jpg']",
+        "valid: 5 file(s) in the folder that no image lists, first: ['z0.jpg', 'z1.jpg', 'z2.jpg']"]
+    doc = {"images": [{"id": 1, "file_name": n} for n in ("p", "q", "r", "s", "b.jpg")]}
+    assert lock.listing_mismatches(d, doc)[0] == "valid: 4 listed image(s) absent from the folder, first: " \
+                                                 "['p', 'q', 'r']"
+
+
+def test_lock_mismatches_of_each_kind(tmp_path: Path) -> None:
+    root = _dataset(tmp_path / "ds")
+    good = lock.build_lock("ds", root, {}, None)
+
+    assert lock.lock_mismatches(root, {**good, "format": "v0"}) == [
+        f"{root / 'lock.json'}: format 'v0', expected 'bench.dataset-lock.v1'"]
+
+    no_valid = {**good, "splits": {s: f for s, f in good["splits"].items() if s != "valid"}}
+    assert lock.lock_mismatches(root, no_valid) == ["valid: not in the lock"]
+
+    assert lock.lock_mismatches(root, {**good, "version": "0" * 12}) == [
+        "version '000000000000' does not match the split facts (lock edited by hand?)"]
+
+    (root / "train" / "b.jpg").write_bytes(b"678")
+    assert lock.lock_mismatches(root, good) == ["train: bytes is 8, lock says 7"]
+
+    (root / "test" / ANNOTATIONS_FILE).write_text("{")
+    out = lock.lock_mismatches(root, good)
+    assert out[0] == "train: bytes is 8, lock says 7"
+    assert out[1].startswith("test: cannot read (JSONDecodeError: ") and len(out) == 2
+
+
+def test_lock_mismatches_list_every_split_and_the_listing(tmp_path: Path) -> None:
+    root = _dataset(tmp_path / "ds")
+    good = lock.build_lock("ds", root, {}, None)
+    (root / "valid" / "stray.txt").write_bytes(b"s")
+    (root / "test" / "e.jpg").unlink()
+    out = lock.lock_mismatches(root, good)
+    assert out == [
+        "valid: 1 file(s) in the folder that no image lists, first: ['stray.txt']",
+        "valid: num_files is 2, lock says 1",
+        "valid: bytes is 2, lock says 1",
+        "test: 1 listed image(s) absent from the folder, first: ['e.jpg']",
+        "test: num_files is 1, lock says 2"]
