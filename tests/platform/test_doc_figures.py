@@ -162,6 +162,22 @@ def _scoring_summary(r: dict[str, Any]) -> list[str]:
             f"end: {r['ratios']['pycocotools_over_fast']:.1f}x; {same}, {r['metrics']} metrics"]
 
 
+def _overhead_table(r: dict[str, Any]) -> list[str]:
+    rows = [f"| {x['transform']} | {x['harness_items_s']:,.0f} | {x['bare_items_s']:,.0f} | {x['overhead_pct']:+.2f}% "
+            f"| {x['pooled_overhead_pct']:+.2f}% | {x['harness_cv']:.3f} | {x['bare_cv']:.3f} |" for x in r["rows"]]
+    return [*rows, f"load average {r['machine']['load_average_1m']:.2f} at the start, "
+                   f"{r['load_average_1m_at_end']:.2f} at the end",
+            f"{'PASS' if r['pass'] else 'FAIL'} (target |overhead| <= 3%)"]
+
+
+def _overhead_summary(r: dict[str, Any]) -> list[str]:
+    ov = ", ".join(f"{x['transform']} {x['overhead_pct']:+.2f}%" for x in r["rows"])
+    flip = [x for x in r["rows"] if x["transform"] == "HorizontalFlip"]
+    return [f"{ov} (target |overhead| <= 3%: {'PASS' if r['pass'] else 'FAIL'})",
+            f"load average {r['machine']['load_average_1m']:.2f} at the start",
+            *(f"HorizontalFlip runs at {x['harness_items_s']:,.0f} items/s" for x in flip)]
+
+
 def _paper_run(r: dict[str, Any]) -> list[str]:
     st = r["by_status"]
     early = ", ".join(f"{e['library']} {e['transform']}, preflight {e['preflight_items_per_s']:.1f} items/s"
@@ -256,6 +272,8 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/datasets.md", "verify_speed.json", _verify_summary),
     ("benchmarks/README.md", "scoring_speed.json", _scoring_table),
     ("docs/training.md", "scoring_speed.json", _scoring_summary),
+    ("benchmarks/README.md", "augbench_overhead.json", _overhead_table),
+    ("docs/augbench.md", "augbench_overhead.json", _overhead_summary),
     ("docs/augbench.md", "paper_run_rgb-micro.json", _paper_run),
     ("docs/augbench.md", "paper_run_rgb-micro_smoke.json", _paper_run),
     *[("docs/augbench.md", f"paper_run_{family}_reduced.json", _paper_run)
