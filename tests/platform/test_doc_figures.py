@@ -301,10 +301,14 @@ def test_docs_quote_the_committed_results(doc: str, result: str,
 
 
 def test_a_pending_paper_run_is_marked_as_such_in_the_doc() -> None:
-    """Until the full paper run's output is committed, the doc says its figures await that command."""
+    """Until the full paper run's output is committed, the doc says its figures await that command; once it is,
+    the doc no longer does (its old figures replaced by the ones the file holds, checked above)."""
     for result, cmd in PENDING.items():
-        if not (RESULTS / result).exists():
-            assert f"to be re-measured by `{cmd.split(' (')[0]}`" in _text("docs/augbench.md"), result
+        marked = f"to be re-measured by `{cmd.split(' (')[0]}`" in _text("docs/augbench.md")
+        assert marked != (RESULTS / result).exists(), (
+            f"benchmarks/results/{result} is committed: replace docs/augbench.md's figures marked 'to be re-measured' "
+            "with the sentence the script printed" if marked else f"docs/augbench.md must mark the figures "
+            f"benchmarks/results/{result} will hold as 'to be re-measured by `{cmd.split(' (')[0]}`'")
 
 
 # --- counts --------------------------------------------------------------------------------------------------------
