@@ -1,5 +1,6 @@
-"""Edge cases of bench_assets/rf100vl/lock.py that kill mutants the other tests let survive (issue 15,
-docs/testing.md "Mutation testing"). Hashes are checked against hashlib on the documented canonical text."""
+"""Edge cases of bench_assets/rf100vl/lock.py (format v2, per-image SHA-256) that kill mutants the other tests let
+survive (issue 15, docs/testing.md "Mutation testing"). Hashes are checked against hashlib on the documented
+canonical text."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_split_facts_count_the_image_files_but_not_the_annotation_file_or_folder
 def test_the_lock_of_a_dataset_and_its_version(tmp_path: Path) -> None:
     root = _dataset(tmp_path / "ds")
     built = lock.build_lock("ds", root, {"kind": "local"}, "v0", roboflow={"version_id": 4})
-    assert built["format"] == "bench.dataset-lock.v1" and built["dataset"] == "ds"
+    assert built["format"] == "bench.dataset-lock.v2" and built["dataset"] == "ds"
     assert built["source"] == {"kind": "local"} and built["source_version"] == "v0"
     assert built["roboflow"] == {"version_id": 4}
     assert list(built["splits"]) == list(SPLITS)
@@ -96,7 +97,7 @@ def test_lock_mismatches_of_each_kind(tmp_path: Path) -> None:
     good = lock.build_lock("ds", root, {}, None)
 
     assert lock.lock_mismatches(root, {**good, "format": "v0"}) == [
-        f"{root / 'lock.json'}: format 'v0', expected 'bench.dataset-lock.v1'"]
+        f"{root / 'lock.json'}: format 'v0', expected 'bench.dataset-lock.v2'"]
 
     no_valid = {**good, "splits": {s: f for s, f in good["splits"].items() if s != "valid"}}
     assert lock.lock_mismatches(root, no_valid) == ["valid: not in the lock"]
@@ -105,12 +106,14 @@ def test_lock_mismatches_of_each_kind(tmp_path: Path) -> None:
         "version '000000000000' does not match the split facts (lock edited by hand?)"]
 
     (root / "train" / "b.jpg").write_bytes(b"678")
-    assert lock.lock_mismatches(root, good) == ["train: bytes is 8, lock says 7"]
+    changed = ["train: 1 image(s) changed content since the lock (SHA-256 differs), first: ['b.jpg']",
+               "train: bytes is 8, lock says 7"]
+    assert lock.lock_mismatches(root, good) == changed
 
     (root / "test" / ANNOTATIONS_FILE).write_text("{")
     out = lock.lock_mismatches(root, good)
-    assert out[0] == "train: bytes is 8, lock says 7"
-    assert out[1].startswith("test: cannot read (JSONDecodeError: ") and len(out) == 2
+    assert out[:2] == changed
+    assert out[2].startswith("test: cannot read (JSONDecodeError: ") and len(out) == 3
 
 
 def test_lock_mismatches_list_every_split_and_the_listing(tmp_path: Path) -> None:
@@ -121,7 +124,9 @@ def test_lock_mismatches_list_every_split_and_the_listing(tmp_path: Path) -> Non
     out = lock.lock_mismatches(root, good)
     assert out == [
         "valid: 1 file(s) in the folder that no image lists, first: ['stray.txt']",
+        "valid: 1 file(s) not in the lock, first: ['stray.txt']",
         "valid: num_files is 2, lock says 1",
         "valid: bytes is 2, lock says 1",
         "test: 1 listed image(s) absent from the folder, first: ['e.jpg']",
+        "test: 1 locked image(s) gone, first: ['e.jpg']",
         "test: num_files is 1, lock says 2"]
