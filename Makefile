@@ -18,8 +18,8 @@ test: setup
 	$(VENV)/bin/lint-imports  # the architecture contract (pyproject.toml [tool.importlinter], docs/architecture.md)
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --durations=25  # a file's tests stay on one worker (--dist loadfile); the 25 slowest are listed
 
-test-fast: setup  # the edit loop: unit and pure tests, no Dagster runs, dbt, servers or training (-m "not slow")
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
+test-fast: setup  # the edit loop: unit, pure and property tests; no Dagster runs, dbt, servers or training
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -m "not slow and not integration"
 
 ui: setup
 	$(VENV)/bin/bench ui

@@ -17,7 +17,7 @@ import pytest
 from bench_assets.augbench import transform_specs as ts
 from bench_assets.augbench.adapters import LIBRARIES, SpecError, Unsupported, get_adapter
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_LIBS = ("albumentationsx", "torchvision", "kornia", "pillow")

@@ -22,7 +22,7 @@ from bench_assets.report.dbt_assets import ReportBuildError, build_report_db, re
 from tests.conftest import run_bench
 from tests.tables import ALL_TABLES, TABLE_SCHEMAS, create_sql
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 AX, TV, KO, PIL = "albumentationsx", "torchvision", "kornia", "pillow"
 CONFIGS = {"rgb-micro": ("rgb", "micro", "cpu"), "video-micro": ("video", "micro", "cpu")}

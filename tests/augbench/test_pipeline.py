@@ -14,7 +14,7 @@ from bench_assets.platform.warehouse import rebuild_warehouse
 from tests.conftest import REPO, run_bench
 from tests.tables import ALL_TABLES
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 TINY = """
 name: tiny-rgb

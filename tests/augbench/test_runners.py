@@ -15,7 +15,7 @@ from bench_assets.augbench.media import MediaSet
 from bench_assets.augbench.runners import CellResult, apply_thread_policy, run_dataloader, run_micro
 from bench_assets.augbench.stats import summarize, t_quantile_975
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 try:
     from bench_assets.augbench.adapters.base import Unsupported

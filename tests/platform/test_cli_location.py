@@ -13,7 +13,7 @@ import pytest
 from bench_assets.platform.location import load_definitions, workspace_python_file
 from tests.conftest import REPO, broken
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 SPY = ("import sys; from bench_assets.report import dbt_assets; calls = []; original = dbt_assets.prepare_manifest; "
        "dbt_assets.prepare_manifest = lambda **kw: (calls.append(1), original(**kw))[1]; "

@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import CORPUS, REPO
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 SCRIPT = r'''
 import contextlib, io, json, sys

@@ -15,7 +15,7 @@ from bench_assets.platform.doctor import diagnose, doctor_main
 from bench_assets.platform.instance import HOST_TAG, PID_TAG
 from tests.platform.test_fault_litter import HOLD_SCRATCH, dead_pid, holding
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 def _run(instance: dg.DagsterInstance, status: dg.DagsterRunStatus, pid: int | None = None) -> str:

@@ -10,7 +10,7 @@ import pytest
 from bench_assets.platform.run_pool import PoolRun, run_all
 from tests.platform import pool_location
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 def _run(label: str, log: Path, action: str = "sleep", seconds: float = 0.3) -> PoolRun:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.synthetic_campaign import make_campaign
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 WAREHOUSE = dg.AssetKey(["report", "warehouse"])
 

@@ -16,7 +16,7 @@ from bench_assets.rf100vl.store import materialize_dataset
 from tests.conftest import REPO, broken
 from tests.tables import ALL_TABLES
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 def test_dbt_staging_builds_over_the_warehouse_read_only(tmp_path: Path) -> None:

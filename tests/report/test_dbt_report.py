@@ -22,7 +22,7 @@ import pytest
 from bench_assets.report.dbt_assets import ReportBuildError, build_report_db, prepare_manifest, report_db_path
 from tests.tables import TABLE_SCHEMAS, create_sql
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 NOT_IN_CATALOG = "(not in RF100-VL)"
 CATALOG = {"aerial-a": "Aerial", "aerial-b": "Aerial", "doc-a": "Document", "doc-b": "Document",

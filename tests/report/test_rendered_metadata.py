@@ -10,7 +10,7 @@ import pytest
 
 from bench_assets.report.report_assets import inline_images
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 

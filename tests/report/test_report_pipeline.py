@@ -13,7 +13,7 @@ from bench_assets.rf100vl.submission import build_submission, import_submission
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from bench_assets.platform.instance import execute, open_instance
 from bench_assets.platform.warehouse import query
 from tests.report.toy_family import definitions as toy
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 @pytest.fixture

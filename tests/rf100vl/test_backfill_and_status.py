@@ -19,7 +19,7 @@ from bench_assets.rf100vl.schedules import (
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 def _add_run(instance: dg.DagsterInstance, key: str, status: dg.DagsterRunStatus) -> None:

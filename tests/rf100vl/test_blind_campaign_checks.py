@@ -14,7 +14,7 @@ from bench_assets.rf100vl import warehouse_checks as cc
 from bench_assets.rf100vl.submission import build_submission, submission_path
 from tests.synthetic_campaign import METRICS
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 MODELS = ("syna-t", "syna-s", "syna-m", "syna-c")
 

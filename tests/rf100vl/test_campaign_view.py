@@ -11,7 +11,7 @@ import pytest
 
 from tests.synthetic_campaign import make_campaign
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 def test_campaign_status_counts_every_state_and_agrees_with_bench_status(bench_home: Path, instance) -> None:  # noqa: ANN001

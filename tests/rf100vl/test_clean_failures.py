@@ -14,7 +14,7 @@ import pytest
 from bench_assets.cli import main
 from tests.conftest import CORPUS, run_bench
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 VALID = {"valid_base", "bbox_slightly_outside"}
 CASES = ([f"broken/{p.name}" for p in sorted((CORPUS / "broken").iterdir()) if p.name not in VALID]

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import BENCH, CORPUS, REPO, broken, run_bench
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 def test_import_directory_then_tar_then_list(bench_home: Path, tmp_path: Path) -> None:

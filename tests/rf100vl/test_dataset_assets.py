@@ -19,7 +19,7 @@ from bench_assets.rf100vl.partitions import register_import, register_partitions
 from tests.conftest import CORPUS, broken
 from tests.tables import ALL_TABLES
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 DATASET_KEY = dg.AssetKey(["rf100vl", "dataset"])
 

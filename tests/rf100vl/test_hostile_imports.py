@@ -30,7 +30,7 @@ from resources.bench_home import BenchHome
 from tests.conftest import CORPUS
 from tests.hf_standin import hf_standin, isolate_hub_env
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 # Files the platform itself writes while refusing an import (everything else must stay untouched).
 BOOKKEEPING = ("dagster/", "sources/", "warehouse.duckdb", ".warehouse.duckdb", "cache/")

@@ -29,7 +29,7 @@ from bench_assets.rf100vl.sources import SourceSpec, register
 from resources.bench_home import BenchHome
 from tests.conftest import run_bench
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 DATASET_KEY = dg.AssetKey(["rf100vl", "dataset"])
 SCORES_KEY = dg.AssetKey(["rf100vl", "scores"])

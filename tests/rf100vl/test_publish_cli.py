@@ -14,7 +14,7 @@ from tests.conftest import run_bench
 from tests.hf_standin import hf_standin, isolate_hub_env
 from tests.synthetic_campaign import make_campaign
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 TOKEN = "hf_FAKE-cli-publish-token-0123456789"
 

@@ -20,7 +20,7 @@ from bench_assets.rf100vl.submission_shape import dataset_identity, weights_iden
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 PUBLISHED = Path(__file__).resolve().parent / "published" / "yolov9-t.published.json"
 CLEAN_TREE = {"commit": "0" * 40, "dirty": False, "changed_files": []}

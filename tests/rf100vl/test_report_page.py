@@ -24,7 +24,7 @@ from bench_assets.rf100vl.report_page import (
 )
 from tests.tables import create_sql
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 EVIL = 'imp<script>alert("x")</script>'
 OURS_B_WHY = "3/100 RF100-VL datasets scored; recipe not protocol-conformant"

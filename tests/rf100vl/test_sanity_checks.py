@@ -33,7 +33,7 @@ from bench_assets.rf100vl.score_assets import compute_scores
 from bench_assets.rf100vl.store import load_record
 from tests.conftest import broken
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 MODEL = "yolo9-t"

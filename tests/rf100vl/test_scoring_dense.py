@@ -27,7 +27,7 @@ import pytest
 
 from bench_assets.rf100vl import scoring
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 TILE = (2300, 2500)  # width, height of the dense aerial tile
 

@@ -25,7 +25,7 @@ import pytest
 from bench_assets.rf100vl import score_cli, scoring
 from tests.rf100vl.test_scoring_dense import _tree_tile, assert_backend_matches, reference_arrays
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 REPO = Path(__file__).resolve().parents[2]
 TILE_ID = 7

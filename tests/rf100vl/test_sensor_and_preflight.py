@@ -21,7 +21,7 @@ from bench_assets.rf100vl.sensors import inbox_requests, inbox_sensor
 from resources.bench_home import BenchHome
 from tests.conftest import CORPUS
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 
 def _age(path: Path, seconds: float) -> None:

@@ -14,7 +14,7 @@ from bench_assets.report.jobs import warehouse_job
 from bench_assets.rf100vl import warehouse_checks as cc
 from tests.tables import ALL_TABLES
 
-pytestmark = pytest.mark.slow  # Dagster runs, dbt, subprocesses or training: not in `make test-fast`
+pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 CHECKS = (cc.selection_vs_test, cc.adjacent_size_gap, cc.coverage, cc.protocol_conformance, cc.scoring_integrity,
           cc.provenance)
