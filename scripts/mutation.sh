@@ -25,6 +25,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Native thread pools pinned to one thread (hotcoco is Rust/rayon, faster_coco_eval C++/OpenMP, numpy's BLAS):
+# mutmut forks a worker per mutant, and a pool created before a fork leaves the child waiting on threads that do
+# not exist (seen: sanity mutants hung at 0 s CPU under process_isolation = fork; setup.cfg now uses forkserver).
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 RAYON_NUM_THREADS=1
+
 PY=.venv/bin/python
 MUTMUT=.venv/bin/mutmut
 CHILDREN=${MUTATION_CHILDREN:-2}
@@ -53,8 +58,8 @@ done
 files=()
 for m in "${mods[@]}"; do files+=("${PATHS[$m]}"); done
 
-# Mutant names to run: those of the selected files whose verdict is missing (run) or survived/no tests
-# (recheck). Before the first run there are no meta files yet: then the module globs.
+# Mutant names to run: those of the selected files whose verdict is missing or "no tests" (run), or survived/no
+# tests (recheck). Before the first run there are no meta files yet: then the module globs.
 select_names() {
   "$PY" - "$1" "${files[@]}" <<'EOF'
 import json, sys
@@ -66,7 +71,8 @@ for f in files:
         print(f[:-3].replace("/", ".") + ".*")
         continue
     for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-        if (code is None) if mode == "run" else code in (0, 5, 33):
+        # "no tests" (5, 33) is no verdict on the mutant: a run retries it, in case tests for it were added since
+        if code in (None, 5, 33) if mode == "run" else code in (0, 5, 33):
             print(name)
 EOF
 }
@@ -104,16 +110,27 @@ for f in files:
     for k in tot:
         tot[k] += c[k]
 
-def pct(c):
+def pct(c, with_timeouts=True):
     judged = c["total"] - c["not checked"]
-    return 100.0 * (c["killed"] + c["timeout"]) / judged if judged else 0.0
+    killed = c["killed"] + (c["timeout"] if with_timeouts else 0)
+    return 100.0 * killed / judged if judged else 0.0
 
-print(f"{'module':42} {'killed':>7} {'timeout':>7} {'survived':>8} {'no tests':>8} {'unchecked':>9} {'total':>6} {'%':>6}")
+print(f"{'module':42} {'killed':>7} {'timeout':>7} {'survived':>8} {'no tests':>8} {'unchecked':>9} {'total':>6} "
+      f"{'%':>6} {'% w/o t':>7}")
 for f, c in rows + [("all selected", tot)]:
     print(f"{f:42} {c['killed']:7} {c['timeout']:7} {c['survived']:8} {c['no tests']:8} {c['not checked']:9} "
-          f"{c['total']:6} {pct(c):6.1f}")
-print("(% = (killed + timeout) / checked; 'other' verdicts (suspicious, segfault) count as not killed:"
-      f" {tot['other']})")
+          f"{c['total']:6} {pct(c):6.1f} {pct(c, False):7.1f}")
+print("(% = (killed + timeout) / checked, as mutmut counts; '% w/o t' = killed / checked, a timeout counted as a"
+      " survivor: a hang is not a kill until its mutant is read. 'other' verdicts (suspicious, segfault) count as"
+      f" not killed: {tot['other']})")
+if tot["timeout"]:
+    print("timeouts (read each with `mutmut show NAME`; list them in docs/testing.md):")
+    for f in files:
+        meta = Path("mutants") / (f + ".meta")
+        if meta.exists():
+            for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
+                if status_by_exit_code[code] == "timeout":
+                    print("   ", name)
 bad = tot["not checked"] > 0 or tot["total"] == 0 or pct(tot) < minimum
 if bad:
     why = (f"{tot['not checked']} mutant(s) not checked yet" if tot["not checked"] else

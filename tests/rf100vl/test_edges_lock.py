@@ -130,3 +130,69 @@ def test_lock_mismatches_list_every_split_and_the_listing(tmp_path: Path) -> Non
         "test: 1 listed image(s) absent from the folder, first: ['e.jpg']",
         "test: 1 locked image(s) gone, first: ['e.jpg']",
         "test: num_files is 1, lock says 2"]
+
+
+def test_legacy_lock_note_names_the_format_and_the_fix() -> None:
+    assert lock.legacy_lock_note({"format": "bench.dataset-lock.v1"}) == (
+        "lock format 'bench.dataset-lock.v1' records no image hashes: an image edited to the same size goes "
+        "unnoticed; re-import the dataset (bench datasets import) to record them")
+    assert lock.legacy_lock_note({"format": lock.LOCK_FORMAT}) is None
+    assert lock.legacy_lock_note({}) is None
+
+
+def _canon(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_images_hash_is_the_canonical_json_of_the_per_image_hashes(tmp_path: Path) -> None:
+    d = _split(tmp_path, "train", [(1, "b.jpg", b"67"), (2, "a.jpg", b"12345")])
+    per_image = {"a.jpg": _sha("12345"), "b.jpg": _sha("67")}
+    assert lock.image_hashes(d) == per_image
+    text = '{"a.jpg":"' + _sha("12345") + '","b.jpg":"' + _sha("67") + '"}'
+    assert lock.images_sha256(per_image) == _canon(per_image) == _sha(text)
+    # without hashes the files are read; given hashes are used as they are (even wrong ones)
+    assert lock.split_facts(d)["images_sha256"] == _canon(per_image)
+    assert lock.split_facts(d, hashes={"a.jpg": "0"})["images_sha256"] == _canon({"a.jpg": "0"})
+    assert lock.split_facts(d, hashes={})["images_sha256"] == _canon({})
+
+
+def test_build_lock_takes_the_hashes_verification_computed(tmp_path: Path) -> None:
+    root = _dataset(tmp_path / "ds")
+    given = {"train": {"a.jpg": "1", "b.jpg": "2"}}
+    built = lock.build_lock("ds", root, {}, None, hashes=given)
+    assert built["images"]["train"] == given["train"]
+    assert built["splits"]["train"]["images_sha256"] == _canon(given["train"])
+    # splits it was not given hashes for are read from the files
+    assert built["images"]["valid"] == {"c.jpg": _sha("x")}
+    assert built["splits"]["valid"]["images_sha256"] == _canon({"c.jpg": _sha("x")})
+
+
+def test_image_hash_mismatches_of_one_split() -> None:
+    actual = {"a": "1", "b": "2", "new1": "3", "new2": "4"}
+    locked = {"a": "1", "b": "9", "gone": "5"}
+    assert lock.image_hash_mismatches("valid", actual, locked) == [
+        "valid: 1 image(s) changed content since the lock (SHA-256 differs), first: ['b']",
+        "valid: 1 locked image(s) gone, first: ['gone']",
+        "valid: 2 file(s) not in the lock, first: ['new1', 'new2']"]
+    many = {f"f{i}": "0" for i in range(5)}
+    assert lock.image_hash_mismatches("test", many, {k: "1" for k in many}) == [
+        "test: 5 image(s) changed content since the lock (SHA-256 differs), first: ['f0', 'f1', 'f2']"]
+    assert lock.image_hash_mismatches("test", {}, many) == ["test: 5 locked image(s) gone, first: ['f0', 'f1', 'f2']"]
+    assert lock.image_hash_mismatches("test", many, {}) == [
+        "test: 5 file(s) not in the lock, first: ['f0', 'f1', 'f2']"]
+    assert lock.image_hash_mismatches("test", many, dict(many)) == []
+
+
+def test_a_split_left_out_of_the_lock_does_not_stop_the_later_splits(tmp_path: Path) -> None:
+    root = _dataset(tmp_path / "ds")
+    good = lock.build_lock("ds", root, {}, None)
+    (root / "test" / "d.jpg").write_bytes(b"zzzz")  # same size, new content
+    changed = "test: 1 image(s) changed content since the lock (SHA-256 differs), first: ['d.jpg']"
+    no_train = {**good, "splits": {s: f for s, f in good["splits"].items() if s != "train"}}
+    assert lock.lock_mismatches(root, no_train) == ["train: not in the lock", changed]
+    no_hashes = {**good, "images": {s: h for s, h in good["images"].items() if s != "valid"}}
+    assert lock.lock_mismatches(root, no_hashes) == [
+        "valid: the lock has no image hashes for this split (lock edited by hand?)", changed]
+    (root / "valid" / ANNOTATIONS_FILE).write_text("[]")
+    out = lock.lock_mismatches(root, good)
+    assert out == ["valid: cannot read (TypeError: list indices must be integers or slices, not str)", changed]
