@@ -184,6 +184,28 @@ def test_an_ap_within_the_tolerance_of_one_passes_and_beyond_fails() -> None:
     assert [r["backend"] for r in f.rows] == ["reference"]
 
 
+def test_an_ap_exactly_the_tolerance_from_one_passes_and_distinct_outcomes_are_listed_apart() -> None:
+    def mixed(gt: dict, dets: list, *, backend: str, max_det: int) -> scoring.ScoreResult:
+        if backend == "reference":
+            raise ValueError("y" * 500)
+        result = scoring.score(gt, dets, backend="fast", max_det=max_det)
+        result.metrics["mAP50_95"] = {"fast": 0.5, "hotcoco": 0.25}[backend]
+        return result
+
+    # |0.5 - 1| == tol exactly: within the tolerance (the comparison is strict)
+    assert sanity.ground_truth_scores_perfect("ds", GT, ("fast",), mixed, 500, tol=0.5).passed
+    f = sanity.ground_truth_scores_perfect("ds", GT, ("fast", "hotcoco", "reference"), mixed, 500, tol=0.4)
+    err = "ValueError: " + "y" * 388  # the error text is cut at 400 characters
+    assert f.rows == [{"backend": "fast", "mAP50_95": 0.5, "error": None},
+                      {"backend": "hotcoco", "mAP50_95": 0.25, "error": None},
+                      {"backend": "reference", "mAP50_95": None, "error": err}]
+    assert f.description == (
+        "ds test: the ground truth fed back as predictions (every box a detection with score 1.0, same image and "
+        f"category ids) does not score mAP50_95 1.0 on 3 of 3 backend(s): fast: mAP50_95 = 0.5; hotcoco: "
+        f"mAP50_95 = 0.25; reference: {err} (4 boxes on 3 images); the scorer sees other image or category ids "
+        "than the split holds")
+
+
 # ---------------------------------------------------------------------------------------------
 # predicted classes exist
 

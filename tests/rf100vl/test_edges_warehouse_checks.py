@@ -192,9 +192,45 @@ def test_hash_cache_survives_a_corrupt_file_and_saves_nothing_without_a_path(tmp
     assert c.sha256(f) == _sha(b"abc")
     c.save()
     assert json.loads(bad.read_text()) == {str(f): [3, f.stat().st_mtime_ns, _sha(b"abc")]}
+    # written compact, one line (the cache of every checkpoint of a campaign)
+    assert bad.read_text() == json.dumps({str(f): [3, f.stat().st_mtime_ns, _sha(b"abc")]}) + "\n"
     assert cc.HashCache(bad).entries == json.loads(bad.read_text())
     none = cc.HashCache(None)
     assert none.entries == {} and none.sha256(f) == _sha(b"abc")
     none.save()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.json", "x.bin"]
     assert cc.HashCache(tmp_path / "absent.json").entries == {}
+
+
+def test_fmt_writes_floats_to_four_places_and_at_most_five_rows() -> None:
+    row = {"model": "m", "n": 3, "ap": 0.123456}
+    one = "model=m, n=3, ap=0.1235"
+    assert cc._fmt([row], ("model", "n", "ap")) == one
+    assert cc._fmt([row] * 5, ("model", "n", "ap")) == "; ".join([one] * 5)
+    assert cc._fmt([row] * 6, ("model", "n", "ap")) == "; ".join([one] * 5) + " ..."
+    assert cc._fmt([row] * 3, ("ap",), n=2) == "ap=0.1235; ap=0.1235 ..."
+    assert cc._fmt([], ("model",)) == ""
+
+
+def test_selection_vs_test_names_the_widest_gaps_first_and_counts_the_judged_runs(tmp_path: Path) -> None:
+    scores = [_score("m", "d1"), _score("m", "d2"), _score("m", "d3"), _score("n", "d1"),
+              _score("n", "d2", current=False)]
+    runs = [(f"{m}-{d}", valid, None, True, None, None, "v", "f", "s")
+            for m, d, valid in (("m", "d1", 0.5), ("m", "d2", 0.6), ("m", "d3", None), ("n", "d1", 0.875),
+                                ("n", "d2", 0.9))]
+    wh = _warehouse(tmp_path / "w.duckdb", [], [], scores, runs)
+    con = duckdb.connect(str(wh))
+    con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
+    for (m, d), test in {("m", "d1"): 0.25, ("m", "d2"): 0.5625, ("m", "d3"): 0.4, ("n", "d1"): 0.5,
+                         ("n", "d2"): 0.0}.items():
+        con.execute("UPDATE scores SET mAP50_95 = ? WHERE model = ? AND dataset = ?", [test, m, d])
+    con.close()
+    f = cc.selection_vs_test(wh)
+    assert f.passed is False and f.facts == {"judged": 3, "tolerance": 0.1}
+    assert f.description == ("2 of 3 runs have |valid - test| mAP50-95 > 0.1: model=n, dataset=d1, "
+                             "valid_mAP50_95=0.8750, test_mAP50_95=0.5000; model=m, dataset=d1, "
+                             "valid_mAP50_95=0.5000, test_mAP50_95=0.2500")
+    assert f.rows == [{"model": "n", "dataset": "d1", "valid_mAP50_95": 0.875, "test_mAP50_95": 0.5, "gap": 0.375},
+                      {"model": "m", "dataset": "d1", "valid_mAP50_95": 0.5, "test_mAP50_95": 0.25, "gap": 0.25}]
+    assert cc.selection_vs_test(wh, tolerance=0.375) == Finding(
+        True, "all 3 runs have valid and test mAP50-95 within 0.375", [], {"judged": 3, "tolerance": 0.375})
