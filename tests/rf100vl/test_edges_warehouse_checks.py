@@ -234,3 +234,70 @@ def test_selection_vs_test_names_the_widest_gaps_first_and_counts_the_judged_run
                       {"model": "m", "dataset": "d1", "valid_mAP50_95": 0.5, "test_mAP50_95": 0.25, "gap": 0.25}]
     assert cc.selection_vs_test(wh, tolerance=0.375) == Finding(
         True, "all 3 runs have valid and test mAP50-95 within 0.375", [], {"judged": 3, "tolerance": 0.375})
+
+
+def _size_warehouse(path: Path, models: list[tuple], scores: dict[tuple[str, str], float]) -> Path:
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("CREATE TABLE models (model VARCHAR, family VARCHAR, size_rank INTEGER)")
+        con.execute(_SCORES)
+        con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
+        con.execute(_RUNS)
+        for m in models:
+            con.execute("INSERT INTO models VALUES (?, ?, ?)", list(m))
+        for (m, d), ap in scores.items():
+            con.execute("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [*_score(m, d), ap])
+    finally:
+        con.close()
+    return path
+
+
+def test_adjacent_size_gap_compares_neighbouring_sizes_on_shared_datasets(tmp_path: Path) -> None:
+    models = [("s", "A", 1), ("m", "A", 2), ("l", "A", 3), ("u", "A", None), ("x", "B", 1)]
+    aps = {("s", "d1"): 0.5, ("s", "d2"): 0.25, ("m", "d1"): 0.625, ("m", "d2"): 0.375, ("l", "d1"): 0.6875,
+           ("u", "d1"): 0.0, ("x", "d1"): 0.0}
+    wh = _size_warehouse(tmp_path / "w.duckdb", models, aps)
+    pairs = [{"family": "A", "smaller": "s", "larger": "m", "datasets": 2, "smaller_mAP50_95": 0.375,
+              "larger_mAP50_95": 0.5, "gap": 0.125},
+             {"family": "A", "smaller": "m", "larger": "l", "datasets": 1, "smaller_mAP50_95": 0.625,
+              "larger_mAP50_95": 0.6875, "gap": 0.0625}]
+    assert cc.adjacent_size_gap(wh) == Finding(
+        False, "1 adjacent-size pair(s) differ by more than 0.1 mAP50-95 on shared datasets: smaller=s, larger=m, "
+               "smaller_mAP50_95=0.3750, larger_mAP50_95=0.5000", pairs[:1], {"pairs": 2, "max_gap": 0.1})
+    assert cc.adjacent_size_gap(wh, max_gap=0.125) == Finding(
+        True, "2 adjacent-size pair(s), largest gap 0.1250 <= 0.125", pairs, {"pairs": 2, "max_gap": 0.125})
+    lone = _size_warehouse(tmp_path / "l.duckdb", models, {("s", "d1"): 0.5, ("m", "d2"): 0.5})
+    assert cc.adjacent_size_gap(lone) == Finding(
+        True, "no family has two adjacent sizes scored on shared datasets yet", [], {"pairs": 0, "max_gap": 0.1})
+
+
+def test_protocol_conformance_describes_each_break_and_lists_declared_non_conformant_models(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    con.execute("CREATE TABLE models (model VARCHAR, recipe VARCHAR, recipe_sha256 VARCHAR, recipe_conformant BOOLEAN, "
+                "recipe_nonconformities VARCHAR)")
+    con.execute("CREATE TABLE datasets (dataset VARCHAR, version VARCHAR, is_current BOOLEAN)")
+    con.execute("CREATE TABLE scores (model VARCHAR, dataset VARCHAR, split VARCHAR, is_current BOOLEAN, "
+                "run_signature VARCHAR, conf DOUBLE, nms_iou DOUBLE, max_det INTEGER, recipe_sha256 VARCHAR, "
+                "dataset_version VARCHAR)")
+    con.execute(_RUNS)
+    con.execute("INSERT INTO models VALUES ('good', 'a.yaml', 'r1', true, NULL), ('dec', 'b.yaml', 'r2', false, 'lr')")
+    con.execute("INSERT INTO datasets VALUES ('d1', 'v1', true), ('d2', 'v0', false)")
+    for model, dataset, conf, recipe in (("good", "d1", 0.001, "r1"), ("dec", "d1", 0.001, "r2"),
+                                         ("good", "d2", 0.25, "r1")):
+        sig = f"{model}-{dataset}"
+        con.execute("INSERT INTO scores VALUES (?, ?, 'test', true, ?, ?, 0.65, 500, ?, 'v1')",
+                    [model, dataset, sig, conf, recipe])
+        con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, ?, NULL, NULL, 'v1', 'f', 's')", [sig, model == "good"])
+    con.close()
+    wh = tmp_path / "w.duckdb"
+    facts = {"scores_judged": 3, "declared_non_conformant": {"dec": "lr"}}
+    problems = ["conf 0.25 (must be 0.001)", "dataset has no current version lock"]
+    assert cc.protocol_conformance(wh) == Finding(
+        False, f"1 of 3 scores break the protocol: good/d2: {', '.join(problems)}",
+        [{"model": "good", "dataset": "d2", "problems": problems}], facts)
+    con = duckdb.connect(str(wh))
+    con.execute("DELETE FROM scores WHERE dataset = 'd2'")
+    con.close()
+    assert cc.protocol_conformance(wh) == Finding(
+        True, "all 2 scores follow the protocol; declared non-conformant (registered so, never a valid submission): "
+              "dec [b.yaml]", [], {"scores_judged": 2, "declared_non_conformant": {"dec": "lr"}})
