@@ -41,7 +41,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -55,6 +54,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from _result import machine_facts  # noqa: E402  (benchmarks/, this script's folder)
+from _result import shown as _shown  # noqa: E402
+
 from bench_assets.augbench import agreement  # noqa: E402
 
 DEFAULT_CONFIG = REPO / "configs" / "paper" / "rgb-micro.yaml"
@@ -62,32 +64,6 @@ OUTPUTS = {"x86": REPO / "benchmarks" / "results" / "augbench_vs_published.json"
            "macos": REPO / "benchmarks" / "results" / "augbench_vs_published_macos.json"}  # default --output
 DEFAULT_OUTPUT = OUTPUTS[agreement.DEFAULT_PUBLISHED]
 DEFAULTS = {"num_items": 200, "num_runs": 3}  # judged at this size or larger
-
-
-def machine_facts() -> dict[str, Any]:
-    facts: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(),
-                             "machine": platform.machine(), "cpus": os.cpu_count(),
-                             "load_average_1m": round(os.getloadavg()[0], 2)}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                facts["cpu_model"] = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                facts["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
-                break
-    except OSError:
-        pass
-    return facts
-
-
-def _shown(x: Path | str) -> str:
-    """A path relative to the repository when it lies inside it (commands read the same on every checkout)."""
-    p = Path(x)
-    if p.is_absolute() and p.is_relative_to(REPO):
-        return str(p.relative_to(REPO))
-    return str(x)
 
 
 def run_bench(config: Path, home: Path, num_items: int, num_runs: int,
