@@ -301,3 +301,41 @@ def test_protocol_conformance_describes_each_break_and_lists_declared_non_confor
     assert cc.protocol_conformance(wh) == Finding(
         True, "all 2 scores follow the protocol; declared non-conformant (registered so, never a valid submission): "
               "dec [b.yaml]", [], {"scores_judged": 2, "declared_non_conformant": {"dec": "lr"}})
+
+
+def test_protocol_conformance_names_every_break_of_a_row_and_shows_five_rows(tmp_path: Path) -> None:
+    """Each reason of the protocol check, in its order, on one row; six broken rows: five described, then "..."."""
+    wh = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(wh))
+    con.execute("CREATE TABLE models (model VARCHAR, recipe VARCHAR, recipe_sha256 VARCHAR, recipe_conformant BOOLEAN, "
+                "recipe_nonconformities VARCHAR)")
+    con.execute("CREATE TABLE datasets (dataset VARCHAR, version VARCHAR, is_current BOOLEAN)")
+    con.execute("CREATE TABLE scores (model VARCHAR, dataset VARCHAR, split VARCHAR, is_current BOOLEAN, "
+                "run_signature VARCHAR, conf DOUBLE, nms_iou DOUBLE, max_det INTEGER, recipe_sha256 VARCHAR, "
+                "dataset_version VARCHAR)")
+    con.execute(_RUNS)
+    con.execute("INSERT INTO models VALUES ('m', 'm.yaml', 'aaaaaaaaaaaaaaaa', true, NULL)")
+    con.execute("INSERT INTO datasets VALUES ('d0', 'v1', true), ('d1', 'v1', true), ('d2', 'v1', true), "
+                "('d3', 'v1', true), ('d4', 'v1', true), ('d5', 'v1', true)")
+    # d0 breaks everything a row can break at once; d1..d5 only the model-wide recipe-hash count (two hashes).
+    con.execute("INSERT INTO scores VALUES ('m', 'd0', 'valid', true, 's0', 0.001, 0.7, 300, "
+                "'bbbbbbbbbbbbbbbb', 'v2')")
+    con.execute("INSERT INTO runs VALUES ('s0', 0.5, NULL, false, NULL, NULL, 'v3', 'f', 's')")
+    for i in range(1, 6):
+        con.execute("INSERT INTO scores VALUES ('m', ?, 'test', true, ?, 0.001, 0.65, 500, 'aaaaaaaaaaaaaaaa', 'v1')",
+                    [f"d{i}", f"s{i}"])
+        con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, true, NULL, NULL, 'v1', 'f', 's')", [f"s{i}"])
+    con.execute("INSERT INTO scores VALUES ('ghost', 'd1', 'test', true, 'g', 0.001, 0.65, 500, 'cc', 'v1')")
+    con.close()
+    row0 = ["split valid (must be test)", "NMS IoU 0.7 (must be 0.65)", "max_det 300 (must be 500)",
+            "2 different recipe hashes across the model's datasets", "recipe bbbbbbbbbbbb is not the registered "
+            "aaaaaaaaaaaa", "run used a non-conformant recipe", "scored dataset version v2, the lock says v1",
+            "trained on v3 but scored on v2"]
+    two = ["2 different recipe hashes across the model's datasets"]
+    rows = ([{"model": "ghost", "dataset": "d1", "problems": ["model not registered (no BENCH_HOME/models entry)"]},
+             {"model": "m", "dataset": "d0", "problems": row0}]
+            + [{"model": "m", "dataset": f"d{i}", "problems": two} for i in range(1, 6)])
+    shown = "; ".join(f"{r['model']}/{r['dataset']}: {', '.join(r['problems'])}" for r in rows[:5])
+    assert cc.protocol_conformance(wh) == Finding(
+        False, f"7 of 7 scores break the protocol: {shown} ...", rows,
+        {"scores_judged": 7, "declared_non_conformant": {}})
