@@ -339,3 +339,55 @@ def test_protocol_conformance_names_every_break_of_a_row_and_shows_five_rows(tmp
     assert cc.protocol_conformance(wh) == Finding(
         False, f"7 of 7 scores break the protocol: {shown} ...", rows,
         {"scores_judged": 7, "declared_non_conformant": {}})
+
+
+def test_scoring_integrity_names_each_problem_and_shows_five_rows(tmp_path: Path) -> None:
+    """Every kind of scoring problem with its exact words: an undefined headline, a -1 and a 1.5 in a bucket, backend
+    disparity, a submission headline that is not its datasets' mean, a stale submitted score; six rows: five shown."""
+    metrics = ("mAP50_95", "mAP50", "mAP75", "mAP_small", "mAP_medium", "mAP_large", "AR1", "AR10", "AR100",
+               "AR_small", "AR_medium", "AR_large", "AR_max_det")
+    wh = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(wh))
+    con.execute("CREATE TABLE scores (model VARCHAR, dataset VARCHAR, is_current BOOLEAN, run_signature VARCHAR, "
+                + ", ".join(f'"{m}" DOUBLE' for m in metrics)
+                + ", parity_max_abs_deviation DOUBLE, parity_differing VARCHAR[])")
+    con.execute(_RUNS)
+    con.execute("CREATE TABLE submissions (model VARCHAR, origin VARCHAR, mAP50_95 DOUBLE)")
+    con.execute("CREATE TABLE submission_datasets (model VARCHAR, origin VARCHAR, dataset VARCHAR, mAP50_95 DOUBLE)")
+
+    def score(dataset: str, differing: list[str] | None = None, deviation: float = 0.0, **metric: float | None) -> None:
+        values = [metric.get(m, 0.5) for m in metrics]
+        con.execute(f"INSERT INTO scores VALUES ('m', ?, true, ?, {', '.join('?' * len(metrics))}, ?, ?)",
+                    [dataset, f"s-{dataset}", *values, deviation, differing or []])
+
+    score("d1", mAP50_95=None)
+    score("d2", mAP_small=-1.0)
+    score("d3", differing=["precision"], deviation=0.5)
+    score("d4")
+    score("d5", mAP50=1.5)
+    score("old", mAP50_95=None)
+    con.execute("UPDATE scores SET is_current = false WHERE dataset = 'old'")  # not judged: not current
+    con.execute("INSERT INTO submissions VALUES ('m', 'ours', 0.9)")
+    con.execute("INSERT INTO submission_datasets VALUES ('m', 'ours', 'd4', 0.5), ('m', 'theirs', 'd2', 0.4)")
+    con.execute("INSERT INTO submission_datasets VALUES ('m', 'ours', 'd2', 0.25)")
+    con.close()
+    rows = [{"model": "m", "dataset": "d1", "problems": ["headline mAP50-95 undefined"]},
+            {"model": "m", "dataset": "d2", "problems": ["a metric outside [0, 1] (a -1 that would enter a mean)"]},
+            {"model": "m", "dataset": "d3", "problems": ["fast and reference backends differ on precision (max 0.5)"]},
+            {"model": "m", "dataset": "d5", "problems": ["a metric outside [0, 1] (a -1 that would enter a mean)"]},
+            {"model": "m", "dataset": None,
+             "problems": ["submission headline 0.9 is not the mean 0.375 of its 2 datasets"]},
+            {"model": "m", "dataset": "d2",
+             "problems": ["submission says 0.25, the current score is 0.5 (stale submission: rebuild "
+                          "rf100vl/submission)"]}]
+    shown = "; ".join(f"{r['model']}/{r['dataset'] or '(headline)'}: {', '.join(r['problems'])}" for r in rows[:5])
+    assert cc.scoring_integrity(wh) == Finding(False, f"6 scoring problem(s): {shown} ...", rows,
+                                               {"scores_judged": 5})
+    con = duckdb.connect(str(wh))
+    con.execute("DELETE FROM scores WHERE dataset <> 'd4'")
+    con.execute("DELETE FROM submission_datasets WHERE dataset = 'd2'")
+    con.execute("UPDATE submissions SET mAP50_95 = 0.5")
+    con.close()
+    assert cc.scoring_integrity(wh) == Finding(
+        True, "all 1 current scores have a defined headline in [0, 1] and backend parity; submission headlines are "
+              "the means of their datasets", [], {"scores_judged": 1})
