@@ -271,8 +271,8 @@ def test_adjacent_size_gap_compares_neighbouring_sizes_on_shared_datasets(tmp_pa
         True, "no family has two adjacent sizes scored on shared datasets yet", [], {"pairs": 0, "max_gap": 0.1})
 
 
-def test_protocol_conformance_describes_each_break_and_lists_declared_non_conformant_models(tmp_path: Path) -> None:
-    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+def _protocol_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """The columns protocol_conformance reads: models, datasets, scores and runs."""
     con.execute("CREATE TABLE models (model VARCHAR, recipe VARCHAR, recipe_sha256 VARCHAR, recipe_conformant BOOLEAN, "
                 "recipe_nonconformities VARCHAR)")
     con.execute("CREATE TABLE datasets (dataset VARCHAR, version VARCHAR, is_current BOOLEAN)")
@@ -280,6 +280,11 @@ def test_protocol_conformance_describes_each_break_and_lists_declared_non_confor
                 "run_signature VARCHAR, conf DOUBLE, nms_iou DOUBLE, max_det INTEGER, recipe_sha256 VARCHAR, "
                 "dataset_version VARCHAR)")
     con.execute(_RUNS)
+
+
+def test_protocol_conformance_describes_each_break_and_lists_declared_non_conformant_models(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    _protocol_tables(con)
     con.execute("INSERT INTO models VALUES ('good', 'a.yaml', 'r1', true, NULL), ('dec', 'b.yaml', 'r2', false, 'lr')")
     con.execute("INSERT INTO datasets VALUES ('d1', 'v1', true), ('d2', 'v0', false)")
     for model, dataset, conf, recipe in (("good", "d1", 0.001, "r1"), ("dec", "d1", 0.001, "r2"),
@@ -307,13 +312,7 @@ def test_protocol_conformance_names_every_break_of_a_row_and_shows_five_rows(tmp
     """Each reason of the protocol check, in its order, on one row; six broken rows: five described, then "..."."""
     wh = tmp_path / "w.duckdb"
     con = duckdb.connect(str(wh))
-    con.execute("CREATE TABLE models (model VARCHAR, recipe VARCHAR, recipe_sha256 VARCHAR, recipe_conformant BOOLEAN, "
-                "recipe_nonconformities VARCHAR)")
-    con.execute("CREATE TABLE datasets (dataset VARCHAR, version VARCHAR, is_current BOOLEAN)")
-    con.execute("CREATE TABLE scores (model VARCHAR, dataset VARCHAR, split VARCHAR, is_current BOOLEAN, "
-                "run_signature VARCHAR, conf DOUBLE, nms_iou DOUBLE, max_det INTEGER, recipe_sha256 VARCHAR, "
-                "dataset_version VARCHAR)")
-    con.execute(_RUNS)
+    _protocol_tables(con)
     con.execute("INSERT INTO models VALUES ('m', 'm.yaml', 'aaaaaaaaaaaaaaaa', true, NULL)")
     con.execute("INSERT INTO datasets VALUES ('d0', 'v1', true), ('d1', 'v1', true), ('d2', 'v1', true), "
                 "('d3', 'v1', true), ('d4', 'v1', true), ('d5', 'v1', true)")
