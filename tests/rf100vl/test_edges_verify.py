@@ -37,3 +37,145 @@ def test_a_placeholder_is_a_boxless_category_named_as_a_supercategory_or_roboflo
     assert verify._find_placeholders(cats, Counter({5: 1, 0: 1, 1: 1})) == set()
     # a boxless class is kept unless it names a supercategory (or is Roboflow's 0 / "none")
     assert verify._find_placeholders([{"id": 3, "name": "none"}], Counter()) == set()
+
+
+def test_a_boxless_none_supercategory_class_is_kept_unless_its_id_is_zero() -> None:
+    # Roboflow's placeholder is category 0 with supercategory "none"; another boxless class under "none" is a real
+    # (empty) class, and category 0 under a real supercategory is one too.
+    cats = [{"id": 3, "name": "zebra", "supercategory": "none"}, {"id": 0, "name": "okapi", "supercategory": "zoo"},
+            {"id": 1, "name": "cat", "supercategory": "animals"}]
+    assert verify._find_placeholders(cats, Counter({1: 2})) == set()
+
+
+def test_the_category_key_pairs_id_and_name_in_a_fixed_order() -> None:
+    assert verify._category_key([{"id": 2, "name": "a"}, {"id": 1, "name": "b"}]) == [(1, "b"), (2, "a")]
+    # the same names under other ids are another class list
+    assert (verify._category_key([{"id": 0, "name": "a"}, {"id": 1, "name": "b"}])
+            != verify._category_key([{"id": 1, "name": "a"}, {"id": 0, "name": "b"}]))
+
+
+def _png(tmp: Path, name: str = "im.png", size: tuple[int, int] = (64, 48)) -> Path:
+    from PIL import Image
+
+    path = tmp / name
+    noise = bytes((i * 7919) % 251 for i in range(size[0] * size[1] * 3))  # incompressible enough for a long IDAT
+    Image.frombytes("RGB", size, noise).save(path)
+    return path
+
+
+def _corrupt_idat(path: Path) -> None:
+    """Flip bytes inside the PNG's pixel data; its header and IEND chunk stay intact."""
+    data = bytearray(path.read_bytes())
+    start = data.index(b"IDAT") + 4
+    for i in range(start + 20, start + 60):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_png_with_corrupt_pixels_is_read_only_by_a_deep_verification(tmp_path: Path) -> None:
+    path = _png(tmp_path)
+    _corrupt_idat(path)
+    with open(path, "rb") as fh:
+        assert verify._image_size(fh, deep=False) == (64, 48)  # the fast pass reads headers and the end marker
+    with open(path, "rb") as fh:
+        reason = verify._image_size(fh, deep=True)
+    assert isinstance(reason, str) and reason.startswith("not a readable image"), reason
+
+
+def test_an_image_in_another_format_is_always_decoded(tmp_path: Path) -> None:
+    from PIL import Image
+
+    path = tmp_path / "im.gif"
+    Image.new("P", (40, 30), 3).save(path)
+    data = bytearray(path.read_bytes())
+    path.write_bytes(bytes(data[: len(data) - 12]))  # cut inside the image data
+    with open(path, "rb") as fh:
+        reason = verify._image_size(fh, deep=False)
+    assert isinstance(reason, str) and reason.startswith("not a readable image"), reason
+    good = _png(tmp_path, "ok.png")
+    with open(good, "rb") as fh:
+        assert verify._image_size(fh, deep=True) == (64, 48)
+
+
+def test_split_stats_are_exact_with_their_rounding() -> None:
+    import numpy as np
+
+    images = [{"id": 1, "width": 1000, "height": 500}, {"id": 2, "width": 333, "height": 333},
+              {"id": 3, "width": 7, "height": 11}]
+    annotations = [{"id": 1, "image_id": 1, "category_id": 4}, {"id": 2, "image_id": 2, "category_id": 4},
+                   {"id": 3, "image_id": 1, "category_id": 9}]
+    checked = {"images": images, "annotations": annotations, "image_bytes": 1234,
+               "boxes": np.zeros((3, 4)), "clipped": np.zeros(3, bool), "area_missing": np.zeros(3, bool)}
+    assert verify._split_stats(checked) == verify.SplitStats(
+        images=3, annotations=3, boxes_per_image_mean=1.0, boxes_per_image_max=2, images_without_boxes=1,
+        classes_present=2,
+        megapixels_mean=0.2037,  # (0.5 + 0.110889 + 0.000077) / 3 = 0.203655 at four decimals
+        megapixels_max=0.5, image_bytes=1234)
+    two = {**checked, "annotations": annotations[:2]}  # 2 boxes over 3 images: 0.667 at three decimals
+    stats = verify._split_stats(two)
+    assert stats.boxes_per_image_mean == 0.667 and stats.megapixels_mean == 0.2037
+    odd = {**checked, "images": [{"id": 1, "width": 1234, "height": 567}]}  # 0.699678 MP -> 0.6997
+    assert verify._split_stats(odd).megapixels_max == 0.6997 == verify._split_stats(odd).megapixels_mean
+
+
+def test_normalising_a_split_renumbers_fills_and_keeps_the_header() -> None:
+    import numpy as np
+
+    annotations = [{"id": 1, "image_id": 1, "category_id": 7, "bbox": [0, 0, 2, 2], "area": 4.0},
+                   {"id": 9, "image_id": 1, "category_id": 3, "bbox": [1, 1, 3, 3], "iscrowd": 1},
+                   {"id": 0, "image_id": 2, "category_id": 7, "bbox": [5, 5, 9, 9], "area": 81.0}]
+    boxes = np.array([[0, 0, 2, 2], [1, 1, 3, 3], [5, 5, 4, 4]], dtype=np.float64)  # the third clipped
+    checked = {"images": [{"id": 1}, {"id": 2}], "annotations": annotations, "boxes": boxes,
+               "clipped": np.array([False, False, True]), "area_missing": np.array([False, True, False]),
+               "image_bytes": 0, "doc": {"info": {"year": 2024}, "licenses": [{"id": 1}]}}
+    cats = [{"id": 0, "name": "b", "supercategory": "none"}, {"id": 1, "name": "a", "supercategory": "none"}]
+    norm = verify.Normalisations()
+    out = verify._normalise_split("valid", checked, {3: 0, 7: 1}, cats, norm)
+    assert out == {"info": {"year": 2024}, "licenses": [{"id": 1}], "categories": cats, "images": checked["images"],
+                   "annotations": [
+                       {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0.0, 0.0, 2.0, 2.0], "area": 4.0,
+                        "iscrowd": 0},
+                       {"id": 2, "image_id": 1, "category_id": 0, "bbox": [1.0, 1.0, 3.0, 3.0], "iscrowd": 1,
+                        "area": 9.0},
+                       {"id": 3, "image_id": 2, "category_id": 1, "bbox": [5.0, 5.0, 4.0, 4.0], "area": 16.0,
+                        "iscrowd": 0}]}
+    assert (norm.annotation_ids_renumbered, norm.annotation_id_zero, norm.boxes_clipped, norm.areas_filled) == (
+        {"valid": 2}, {"valid": 1}, {"valid": 1}, {"valid": 1})
+    assert annotations[1] == {"id": 9, "image_id": 1, "category_id": 3, "bbox": [1, 1, 3, 3], "iscrowd": 1}  # unchanged
+    bare = verify._normalise_split("test", {**checked, "doc": {}}, {3: 0, 7: 1}, cats, verify.Normalisations())
+    assert bare["info"] == {} and bare["licenses"] == []
+    try:  # a box array that disagrees with the annotations is an internal error, never a silent truncation
+        verify._normalise_split("test", {**checked, "boxes": boxes[:2]}, {3: 0, 7: 1}, cats, verify.Normalisations())
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("boxes shorter than the annotations were zipped silently")
+
+
+def test_the_end_marker_is_looked_for_in_exactly_the_last_1024_bytes() -> None:
+    import io
+
+    marker_at_the_window_start = b"\xff\xd9" + bytes(1022)  # 1024 bytes: the marker is the window's first two
+    assert verify._image_is_truncated(io.BytesIO(marker_at_the_window_start), "JPEG") is False
+    marker_just_before = b"\xff\xd9" + bytes(1023)  # 1025 bytes: the marker's first byte is outside the window
+    assert verify._image_is_truncated(io.BytesIO(marker_just_before), "JPEG") is True
+    assert verify._image_is_truncated(io.BytesIO(b"\xff\xd9" + bytes(5000)), "JPEG") is True  # an earlier EOI
+    assert verify._image_is_truncated(io.BytesIO(b"\x00" * 40 + b"IEND\xaeB`\x82"), "PNG") is False
+    assert verify._image_is_truncated(io.BytesIO(b"IEND\xaeB`\x82" + bytes(16)), "PNG") is True
+    assert verify._image_is_truncated(io.BytesIO(b"anything"), "GIF") is False
+
+
+def _problems(n: int) -> list[verify.Problem]:
+    return [verify.Problem("train", "_annotations.coco.json", f"images[{i}]", "bad", "fix it") for i in range(n)]
+
+
+def test_the_error_lists_25_problems_then_counts_the_rest() -> None:
+    line = "  - train/_annotations.coco.json: images[{}]: bad; fix: fix it"
+    two = verify.DatasetInvalid(Path("/data/x"), _problems(2))
+    assert str(two) == ("dataset /data/x failed verification with 2 problem(s):\n" + line.format(0) + "\n"
+                        + line.format(1))
+    assert two.root == Path("/data/x") and two.problems == _problems(2)
+    exactly = str(verify.DatasetInvalid(Path("/d"), _problems(25)))
+    assert exactly.endswith(line.format(24)) and "more" not in exactly
+    over = str(verify.DatasetInvalid(Path("/d"), _problems(27)))
+    assert over.endswith(line.format(24) + "\n  ... and 2 more") and line.format(25) not in over
