@@ -390,3 +390,37 @@ def test_scoring_integrity_names_each_problem_and_shows_five_rows(tmp_path: Path
     assert cc.scoring_integrity(wh) == Finding(
         True, "all 1 current scores have a defined headline in [0, 1] and backend parity; submission headlines are "
               "the means of their datasets", [], {"scores_judged": 1})
+
+
+def test_protocol_conformance_elides_from_the_sixth_row_and_lists_every_declared_model(tmp_path: Path) -> None:
+    """Five broken rows are all shown with no "...", six show five then "..."; a passing check names each declared
+    non-conformant model, comma-separated, and says nothing more when there is none."""
+    wh = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(wh))
+    _protocol_tables(con)
+    con.execute("INSERT INTO models VALUES ('m', 'm.yaml', 'r', true, NULL)")
+    for i in range(6):
+        con.execute("INSERT INTO datasets VALUES (?, 'v1', true)", [f"d{i}"])
+        con.execute("INSERT INTO scores VALUES ('m', ?, 'test', true, ?, 0.25, 0.65, 500, 'r', 'v1')",
+                    [f"d{i}", f"s{i}"])
+        con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, true, NULL, NULL, 'v1', 'f', 's')", [f"s{i}"])
+    con.close()
+    row = "conf 0.25 (must be 0.001)"
+    six = cc.protocol_conformance(wh).description
+    assert six == "6 of 6 scores break the protocol: " + "; ".join(f"m/d{i}: {row}" for i in range(5)) + " ..."
+    con = duckdb.connect(str(wh))
+    con.execute("DELETE FROM scores WHERE dataset = 'd5'")
+    con.close()
+    five = cc.protocol_conformance(wh).description
+    assert five == "5 of 5 scores break the protocol: " + "; ".join(f"m/d{i}: {row}" for i in range(5))
+    con = duckdb.connect(str(wh))
+    con.execute("UPDATE scores SET conf = 0.001")
+    con.close()
+    assert cc.protocol_conformance(wh) == Finding(True, "all 5 scores follow the protocol", [],
+                                                  {"scores_judged": 5, "declared_non_conformant": {}})
+    con = duckdb.connect(str(wh))
+    con.execute("INSERT INTO models VALUES ('x', 'x.json', 'rx', false, 'epochs'), ('w', 'w.json', 'rw', false, 'lr')")
+    con.close()
+    assert cc.protocol_conformance(wh).description == (
+        "all 5 scores follow the protocol; declared non-conformant (registered so, never a valid submission): "
+        "w [w.json], x [x.json]")
