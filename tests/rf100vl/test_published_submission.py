@@ -20,7 +20,9 @@ from bench_assets.rf100vl.submission_shape import dataset_identity, weights_iden
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
-pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
+# The two tests that run `bench` and dbt are `integration` (not in `make test-fast`); the others read and check files in
+# well under a second each, so `make test-fast` and the mutation selection (setup.cfg) run them.
+INTEGRATION = pytest.mark.integration
 
 PUBLISHED = Path(__file__).resolve().parent / "published" / "yolov9-t.published.json"
 CLEAN_TREE = {"commit": "0" * 40, "dirty": False, "changed_files": []}
@@ -44,6 +46,7 @@ def test_the_published_file_has_the_published_shape_and_identities() -> None:
     assert locked == load_versions()
 
 
+@INTEGRATION
 def test_a_genuine_published_file_imports_unchanged_into_every_mart(tmp_path: Path) -> None:
     home = tmp_path / "bench"
     make_campaign(home, n_models=1, n_datasets=4, seed=5)
@@ -109,6 +112,7 @@ def test_a_file_locked_at_other_versions_imports_but_is_not_a_valid_entry() -> N
                           "actions-zzid2-zb1hq-amih version 1")
 
 
+@INTEGRATION
 def test_a_built_submission_has_the_published_shape_and_round_trips(tmp_path: Path) -> None:
     home = tmp_path / "bench"
     make_campaign(home, n_models=1, n_datasets=100, seed=3)

@@ -20,7 +20,8 @@ from bench_assets.rf100vl.submission_schema import schema_problems
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
-pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
+# Only the CLI test (a `bench` subprocess and dbt) is `integration`; the others build and check files from a synthetic
+# campaign in seconds, so `make test-fast` and the mutation selection (setup.cfg) run them.
 
 CLEAN_TREE = {"commit": "0" * 40, "dirty": False, "changed_files": []}
 
@@ -120,6 +121,7 @@ def test_an_imported_claim_of_validity_is_rechecked(full_campaign: Path, tmp_pat
     assert "NMS IoU 0.7, the protocol requires 0.65" in reasons
 
 
+@pytest.mark.integration
 def test_cli_imports_a_submission_into_the_warehouse(full_campaign: Path, tmp_path: Path) -> None:
     home = tmp_path / "bench"
     make_campaign(home, n_models=2, n_datasets=6, seed=5)
