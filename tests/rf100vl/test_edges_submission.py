@@ -1,2 +1,185 @@
 """Edge cases of bench_assets/rf100vl/submission.py that kill mutants the other tests let survive (issue 15,
 docs/testing.md "Mutation testing")."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench_assets.rf100vl import submission as sm
+
+# A leaderboard entry in the existing harness's published shape (tests/rf100vl/published/): every edit starts from it.
+PUBLISHED = json.loads((Path(__file__).resolve().parent / "published" / "yolov9-t.published.json").read_text())
+
+
+def _doc() -> dict[str, Any]:
+    return copy.deepcopy(PUBLISHED)
+
+
+def _refused(doc: dict[str, Any]) -> str:
+    with pytest.raises(sm.SubmissionError) as err:
+        sm.check_imported(doc, "f.json")
+    return str(err.value)
+
+
+def test_protocol_reasons_name_each_departure_in_order() -> None:
+    assert sm.protocol_reasons(split="test", n_datasets=100, expected=100, nms_iou=0.65, max_det=500) == []
+    assert sm.protocol_reasons(split="test", n_datasets=100, expected=100, nms_iou=0.65 + 1e-10, max_det=500) == []
+    assert sm.protocol_reasons(split="valid", n_datasets=99, expected=100, nms_iou=0.7, max_det=300) == [
+        "scored on split 'valid', the leaderboard requires 'test'",
+        "99 datasets scored, the leaderboard requires exactly 100",
+        "NMS IoU 0.7, the protocol requires 0.65",
+        "max_det 300, the protocol requires 500"]
+    assert sm.protocol_reasons(split="test", n_datasets=4, expected=4, nms_iou=0.6500001, max_det=500) == [
+        "NMS IoU 0.6500001, the protocol requires 0.65"]
+
+
+def test_the_published_file_parses_and_is_a_valid_entry() -> None:
+    sub, reasons = sm.check_imported(_doc(), "f.json")
+    assert reasons == [] and len(sub.rf100vl.datasets) == 100
+    with_old_key_too = {**_doc(), "schema": "va.submission.v1"}  # schema beside schema_version is only extra
+    assert sm.check_imported(with_old_key_too, "f.json")[1] == []
+
+
+def test_parse_errors_name_the_field_and_the_fix() -> None:
+    old = _doc()
+    old["schema"] = old.pop("schema_version")
+    assert _refused(old) == ("f.json: field schema is set but the published shape's key is schema_version (this is an "
+                             "older bench file); rebuild it with `bench submission build`")
+    bare = _doc()
+    del bare["schema_version"]
+    assert _refused(bare) == ("f.json: not in the published va.submission.v1 shape (1 problem(s)): (top level): "
+                              "'schema_version' is a required property; fix the file")
+    many = _doc()
+    gone = ["accuracy", "eval", "hardware", "memory", "metadata", "repro", "runtime", "software", "throughput",
+            "timing"]
+    for key in gone:
+        del many[key]
+    shown = "; ".join(f"(top level): '{k}' is a required property" for k in gone[:8])
+    assert _refused(many) == (f"f.json: not in the published va.submission.v1 shape (10 problem(s)): {shown}; "
+                              "fix the file")
+    model_only = _doc()  # the JSON schema leaves domain_means open; the model wants an object per domain
+    model_only["rf100vl"]["domain_means"] = {"x": [1], "y": 2}
+    assert _refused(model_only) == ("f.json: field rf100vl.domain_means.x: Input should be a valid dictionary; fix the "
+                                    "file (2 problem(s) in all)")
+
+
+def test_dataset_names_must_be_distinct_and_present() -> None:
+    sm._require_distinct_datasets(["a", "b"], "f.json")
+    with pytest.raises(sm.SubmissionError) as err:
+        sm._require_distinct_datasets(["b", "a", "c", "b", "a", "a"], "f.json")
+    assert str(err.value) == "f.json: rf100vl.datasets lists a, b more than once"
+    with pytest.raises(sm.SubmissionError) as err:
+        sm._require_distinct_datasets([], "f.json")
+    assert str(err.value) == "f.json: rf100vl.datasets is empty; nothing to import"
+
+
+def _mean_of(doc: dict[str, Any], field: str) -> float:
+    values = [d[field] for d in doc["rf100vl"]["datasets"] if d.get(field) is not None]
+    return sum(values) / len(values)
+
+
+def test_stated_headlines_must_be_the_mean_of_the_datasets_within_1e_4() -> None:
+    doc = _doc()
+    mean = _mean_of(doc, "mAP_50")
+    doc["accuracy"]["mAP_50"] = mean + 0.9e-4  # within the files' four-decimal rounding
+    sm.check_imported(doc, "f.json")
+    doc["accuracy"]["mAP_50"] = mean + 1.1e-4
+    doc["accuracy"]["AR_max_det"] = 0.9
+    assert _refused(doc) == (
+        "f.json: the stated means do not follow from the per-dataset entries: "
+        f"accuracy.mAP_50 states {mean + 1.1e-4:.6f} but the mean over its 100 datasets is {mean:.6f}; "
+        f"accuracy.AR_max_det states 0.900000 but the mean over its 100 datasets is {_mean_of(doc, 'AR_max_det'):.6f}")
+    sub = sm._parse_submission(_doc(), "f.json")
+    sub.accuracy.update(AR100=0.0, mAP_75=None)  # AR100 off; mAP_75 not stated: nothing to compare
+    assert sm._accuracy_problems(sub) == [
+        f"accuracy.AR100 states 0.000000 but the mean over its 100 datasets is {_mean_of(PUBLISHED, 'AR100'):.6f}"]
+    sub.accuracy.update(mAP_50_95=None, AR100=PUBLISHED["accuracy"]["AR100"])
+    assert sm._accuracy_problems(sub) == ["accuracy.mAP_50_95 is missing"]
+
+
+def test_stated_counts_and_hashes_must_match_the_entries() -> None:
+    doc = _doc()
+    assert sm._count_problems(doc) == []
+    total = doc["dataset"]["num_images"]
+    doc["dataset"]["num_images"] = total + 1
+    doc["dataset"]["num_datasets"] = 99
+    doc["rf100vl"]["dataset_versions_sha256"] = "ab" * 32
+    first = doc["rf100vl"]["datasets"][0]
+    first["dataset_version"] = 7
+    assert sm._count_problems(doc) == [
+        f"dataset.num_images states {total + 1} but rf100vl.datasets sum to {total}",
+        "dataset.num_datasets states 99 but 100 are listed",
+        f"rf100vl.dataset_versions_sha256 is {'ab' * 32} but repro.dataset.versions.sha256 is "
+        f"{doc['repro']['dataset']['versions']['sha256']}",
+        "rf100vl.datasets[-grccs].dataset_version is 7 but the file's own versions lock says 2"]
+    unlocked = _doc()
+    del unlocked["repro"]["dataset"]["versions"]["datasets"]["-grccs"]  # no lock entry: nothing to compare
+    unlocked["rf100vl"]["datasets"][0]["dataset_version"] = 7
+    assert sm._count_problems(unlocked) == []
+
+
+def test_a_file_locked_at_another_roboflow_version_or_project_is_named() -> None:
+    doc = _doc()
+    assert sm._lock_reasons(doc) == []
+    locks = doc["repro"]["dataset"]["versions"]["datasets"]
+    locks["-grccs"]["version_id"] = 9
+    locks["13-lkc01"]["project_name"] = "someone-else"
+    locks["not-rf100vl"] = {"project_name": "x", "version_id": 1}  # not ours: not judged
+    assert sm._lock_reasons(doc) == [
+        "-grccs: locked at -grccs-yi3bi-sge1z-anexl-hayl version 9, rf100vl.versions.v1 says "
+        "-grccs-yi3bi-sge1z-anexl-hayl version 2",
+        "13-lkc01: locked at someone-else version 1, rf100vl.versions.v1 says 13-lkc01-axmll-qtoq version 1"]
+
+
+def test_stated_domain_means_must_follow_from_the_entries() -> None:
+    entries = PUBLISHED["rf100vl"]["datasets"]
+    ours = sm.domain_means(entries)
+    assert sm._domain_mean_problems(ours, entries) == []
+    domain = sorted(ours)[0]
+    got = ours[domain]
+    stated = {domain: {"datasets": got["datasets"] + 1, "mAP_50_95": got["mAP_50_95"] + 0.5e-4,
+                       "mAP_50": got["mAP_50"] - 2e-4},
+              "atlantis": {"datasets": 1}}
+    assert sm._domain_mean_problems(stated, entries) == [  # by domain name: "Aerial" sorts before "atlantis"
+        f"rf100vl.domain_means.{domain}.mAP_50 states {got['mAP_50'] - 2e-4:.6f} but its datasets give "
+        f"{got['mAP_50']:.6f}",
+        f"rf100vl.domain_means.{domain}.datasets states {got['datasets'] + 1} but {got['datasets']} datasets are "
+        "listed",
+        "rf100vl.domain_means.atlantis: no dataset of that domain in rf100vl.datasets"]
+    unstated = {domain: {"mAP_50_95": None, "mAP_50": got["mAP_50"] + 2e-4}}  # no count stated: not compared
+    assert sm._domain_mean_problems(unstated, entries) == [
+        f"rf100vl.domain_means.{domain}.mAP_50 states {got['mAP_50'] + 2e-4:.6f} but its datasets give "
+        f"{got['mAP_50']:.6f}"]
+    doc = _doc()
+    doc["rf100vl"]["domain_means"] = stated
+    assert "rf100vl.domain_means.atlantis: no dataset of that domain" in _refused(doc)
+
+
+def test_why_a_well_formed_file_is_not_a_valid_entry() -> None:
+    doc = _doc()
+    doc["config"].update(conf=0.25, iou=0.7)
+    doc["rf100vl"]["aggregation"] = "weighted by images"
+    doc["dataset"]["split"] = "valid"
+    assert sm.check_imported(doc, "f.json")[1] == [
+        "the file claims valid_submission=true, but:",
+        "scored on split 'valid', the leaderboard requires 'test'",
+        "config conf=0.25, the protocol scores every detection above 0.001",
+        "config iou=0.7 max_det=500 differ from the protocol",
+        "aggregation 'weighted by images', the leaderboard requires 'unweighted mean across datasets'"]
+    only_max_det = _doc()
+    only_max_det["config"]["max_det"] = 100
+    assert sm.check_imported(only_max_det, "f.json")[1] == [
+        "the file claims valid_submission=true, but:", "config iou=0.65 max_det=100 differ from the protocol"]
+    stated = _doc()
+    stated["rf100vl"].update(valid_submission=False, invalid_reasons=["trained on valid", "no seed"])
+    assert sm.check_imported(stated, "f.json")[1] == ["(stated in the file) trained on valid",
+                                                      "(stated in the file) no seed"]
+    stated["rf100vl"]["invalid_reasons"] = []
+    stated["config"]["conf"] = 0.01
+    assert sm.check_imported(stated, "f.json")[1] == [
+        "config conf=0.01, the protocol scores every detection above 0.001", "(stated in the file) invalid"]
