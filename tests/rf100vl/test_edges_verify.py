@@ -179,3 +179,49 @@ def test_the_error_lists_25_problems_then_counts_the_rest() -> None:
     assert exactly.endswith(line.format(24)) and "more" not in exactly
     over = str(verify.DatasetInvalid(Path("/d"), _problems(27)))
     assert over.endswith(line.format(24) + "\n  ... and 2 more") and line.format(25) not in over
+
+
+def test_the_png_end_chunk_is_looked_for_in_the_last_16_bytes_only() -> None:
+    import io
+
+    assert verify._image_is_truncated(io.BytesIO(bytes(20) + b"IEND" + bytes(12)), "PNG") is False  # the last 16
+    assert verify._image_is_truncated(io.BytesIO(bytes(20) + b"IEND" + bytes(13)), "PNG") is True  # one byte more
+    assert verify._image_is_truncated(io.BytesIO(bytes(20) + b"IEND" + bytes(60)), "PNG") is True
+
+
+def test_check_image_hashes_the_file_and_reads_it_deeply_when_asked(tmp_path: Path) -> None:
+    import hashlib
+
+    path = _png(tmp_path)
+    assert verify._check_image(path, deep=False) == ((64, 48), hashlib.sha256(path.read_bytes()).hexdigest())
+    _corrupt_idat(path)
+    assert verify._check_image(path, deep=False)[0] == (64, 48)
+    reason = verify._check_image(path, deep=True)
+    assert isinstance(reason, str) and reason.startswith("not a readable image"), reason
+
+
+def test_every_bad_image_of_a_split_is_counted_not_only_the_first(tmp_path: Path) -> None:
+    split = tmp_path / "train"
+    split.mkdir()
+    good = _png(split, "good.png")
+    corrupt = [_png(split, f"bad{i}.png") for i in (1, 2)]
+    for p in corrupt:
+        _corrupt_idat(p)
+    for name in ("l1.png", "l2.png"):
+        (split / name).symlink_to(good)
+    images = ([{"id": 1, "file_name": "../up.png"}, {"id": 2, "file_name": "/abs.png"}]
+              + [{"id": 3 + i, "file_name": n} for i, n in enumerate(("l1.png", "l2.png", "gone1.png", "gone2.png"))]
+              + [{"id": 7, "file_name": "bad1.png", "width": 64, "height": 48},
+                 {"id": 8, "file_name": "bad2.png", "width": 64, "height": 48},
+                 {"id": 9, "file_name": "good.png", "width": 64, "height": 48}])
+    problems: list[verify.Problem] = []
+    total, digests = verify._verify_images(tmp_path, "train", images, True, problems)
+    assert total == sum(p.stat().st_size for p in (good, *corrupt))  # the unreadable files' bytes are counted too
+    assert list(digests) == ["good.png"]
+    unreadable = [p for p in problems if p.field == "image"]
+    assert [p.file for p in unreadable] == ["bad1.png", "bad2.png"]
+    assert {p.fix for p in unreadable} == {"re-download the image or remove it and its boxes from the export"}
+    rest = [p.message for p in problems if p.field == "images[].file_name"]
+    assert rest[0].startswith("2 unsafe file name(s), first: image id 1: ") and "image id 2: " in rest[0]
+    assert rest[1].startswith("2 listed image(s) are symbolic links") and "'l2.png'" in rest[1]
+    assert rest[2] == f"2 listed image(s) missing from {split}, first: ['gone1.png', 'gone2.png']"
