@@ -251,6 +251,13 @@ def _probes_published_versions(r: dict[str, Any]) -> list[str]:
     return [f"{h['albumentationsx']}'s is contiguous ({h['call_us']:.0f} us)"]
 
 
+def _demo_run(r: dict[str, Any]) -> list[str]:
+    """docs/training.md's row for `make demo` (benchmarks/demo_run.py)."""
+    scores = ", ".join(f"{d} {x['test_mAP50_95']:.4f} / {x['valid_mAP50_95']:.4f}" for d, x in r["datasets"].items())
+    return [f"| `.venv/bin/python benchmarks/demo_run.py` | {r['wall']}, exit {r['exit_code']}; test / valid mAP50-95 "
+            f"{scores}; load average {r['machine']['load_average_1m']:.2f} at the start |"]
+
+
 # (doc, result file, what the doc must quote from it)
 QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_overhead.json", _cluster),
@@ -272,6 +279,7 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/datasets.md", "verify_speed.json", _verify_summary),
     ("benchmarks/README.md", "scoring_speed.json", _scoring_table),
     ("docs/training.md", "scoring_speed.json", _scoring_summary),
+    ("docs/training.md", "demo_run.json", _demo_run),
     ("benchmarks/README.md", "augbench_overhead.json", _overhead_table),
     ("docs/augbench.md", "augbench_overhead.json", _overhead_summary),
     ("docs/augbench.md", "paper_run_rgb-micro.json", _paper_run),
