@@ -225,3 +225,9 @@ def test_every_bad_image_of_a_split_is_counted_not_only_the_first(tmp_path: Path
     assert rest[0].startswith("2 unsafe file name(s), first: image id 1: ") and "image id 2: " in rest[0]
     assert rest[1].startswith("2 listed image(s) are symbolic links") and "'l2.png'" in rest[1]
     assert rest[2] == f"2 listed image(s) missing from {split}, first: ['gone1.png', 'gone2.png']"
+
+
+def test_duplicates_are_listed_by_their_text_whatever_their_json_type() -> None:
+    assert verify._duplicates([10, 9, 10, 9, 8]) == [10, 9]  # as text: "10" before "9"
+    assert verify._duplicates([3, "3", 3, "3", None, None, "x"]) == [3, "3", None]  # mixed types do not crash
+    assert verify._duplicates([1, 2]) == []
