@@ -183,3 +183,80 @@ def test_why_a_well_formed_file_is_not_a_valid_entry() -> None:
     stated["config"]["conf"] = 0.01
     assert sm.check_imported(stated, "f.json")[1] == [
         "config conf=0.01, the protocol scores every detection above 0.001", "(stated in the file) invalid"]
+
+
+# --- building: the pure steps between the stored records and the document --------------------------------------
+
+
+def _row(dataset: str, **kw: Any) -> dict[str, Any]:
+    return {"dataset": dataset, "split": "test", "nms_iou": 0.65, "max_det": 500, "conf": 0.001,
+            "dataset_version": None, "wall_seconds": None, **kw}
+
+
+def test_scored_settings_are_the_distinct_values_or_the_protocols_when_nothing_was_scored() -> None:
+    rows = [_row("a"), _row("b", split="valid", nms_iou=0.7, max_det=300, conf=0.25), _row("c")]
+    assert sm._scored_settings(rows) == {"split": {"test", "valid"}, "nms_iou": {0.65, 0.7}, "max_det": {500, 300},
+                                         "conf": {0.001, 0.25}}
+    assert sm._scored_settings([]) == {"split": {"test"}, "nms_iou": {0.65}, "max_det": {500}, "conf": {0.001}}
+
+
+def test_campaign_reasons_name_every_break_of_the_protocol_in_order() -> None:
+    scores = sm._CampaignScores(rows=[_row(f"d{i}") for i in range(100)])
+    assert sm._campaign_reasons(scores, sm._scored_settings(scores.rows), 100) == []
+    scores = sm._CampaignScores(rows=[_row("a"), _row("b")], missing=[f"m{i:02d}" for i in range(11)],
+                                stale=["a (scored v1, lock says v2)", "b (scored v3, lock says v4)"],
+                                recipe_shas={"b" * 64, "a" * 64}, conformant=False,
+                                nonconformities={"protocol.epochs is 20", "protocol.effective_batch is 4"})
+    settings = {"split": {"test", "valid", "train"}, "nms_iou": {0.65, 0.7, 0.5}, "max_det": {500, 300, 100},
+                "conf": {0.001, 0.25, 0.0010000000001}}
+    assert sm._campaign_reasons(scores, settings, 13) == [
+        "scored on split 'train', the leaderboard requires 'test'",
+        "scored on split 'valid', the leaderboard requires 'test'",
+        "2 datasets scored, the leaderboard requires exactly 100",
+        "11 of the campaign's 13 datasets have no score: m00, m01, m02, m03, m04, m05, m06, m07, m08, m09 ...",
+        "NMS IoU 0.5, the protocol requires 0.65",
+        "NMS IoU 0.7, the protocol requires 0.65",
+        "max_det 100, the protocol requires 500",
+        "max_det 300, the protocol requires 500",
+        "conf 0.25, the protocol requires 0.001",
+        "dataset versions differ from the stored lock: a (scored v1, lock says v2), b (scored v3, lock says v4)",
+        f"mixed recipe hashes across datasets: {'a' * 12}, {'b' * 12}",
+        "non-conformant recipe: protocol.effective_batch is 4; protocol.epochs is 20"]
+    ten = sm._CampaignScores(rows=[_row(f"d{i}") for i in range(100)], missing=[f"m{i}" for i in range(10)],
+                             recipe_shas={"c" * 64})
+    assert sm._campaign_reasons(ten, sm._scored_settings(ten.rows), 110) == [
+        "10 of the campaign's 110 datasets have no score: m0, m1, m2, m3, m4, m5, m6, m7, m8, m9"]
+
+
+def test_source_tree_reasons() -> None:
+    assert sm._source_tree_reasons({"commit": "0123456789abcdef", "dirty": False, "changed_files": []}) == []
+    dirty = {"commit": "0123456789abcdef", "dirty": True, "changed_files": [f"f{i}.py" for i in range(7)]}
+    assert sm._source_tree_reasons(dirty) == ["dirty source tree at 0123456789ab: f0.py, f1.py, f2.py, f3.py, f4.py"]
+    assert sm._source_tree_reasons({"commit": None, "dirty": False}) == [
+        "source tree commit unknown (not a git checkout); the run is not reproducible"]
+
+
+def test_version_reasons_compare_the_scored_roboflow_version_with_the_lock() -> None:
+    rows = [_row("-grccs", dataset_version=2), _row("-grccs", dataset_version=3), _row("-grccs"),
+            _row("mini-tiny", dataset_version=None)]  # not in RF100-VL: nothing to compare
+    assert sm._version_reasons(rows) == [
+        "-grccs: scored on Roboflow version 3, the versions lock (rf100vl.versions.v1) says 2",
+        "-grccs: the Roboflow version of the scored data is unknown (not fetched through the rf100vl package); the "
+        "versions lock names -grccs-yi3bi-sge1z-anexl-hayl version 2"]
+
+
+def test_accuracy_means_inference_costs_and_train_runtime_strip_their_keys() -> None:
+    metrics = dict.fromkeys(sm.ACCURACY_FIELDS, 0.5)
+    rows = [_row("a", wall_seconds=30.0, _metrics={**metrics, "mAP50_95": 0.2, "AR1": None}, _cost={"ms": 1}),
+            _row("b", wall_seconds=10.0, _metrics={**metrics, "mAP50_95": 0.4, "AR1": 0.3}, _cost=None),
+            _row("c", wall_seconds=None, _metrics={**metrics, "mAP50_95": 0.9, "AR1": 0.1})]
+    accuracy = sm._accuracy_means(rows)
+    assert accuracy == {**dict.fromkeys(sm.ACCURACY_FIELDS.values(), 0.5), "mAP_50_95": pytest.approx(0.5),
+                        "AR1": pytest.approx(0.2)}
+    assert sm._inference_costs(rows) == [{"ms": 1}]
+    assert all("_metrics" not in r and "_cost" not in r for r in rows)
+    # 10 and 30 s: the "median" is the upper of the two (sorted(walls)[n // 2]); with 10, 20, 30 the middle one
+    assert sm._train_runtime(rows) == {"train_wall_seconds_total": 40.0, "train_wall_seconds_median": 30.0}
+    rows.append(_row("d", wall_seconds=20.0))
+    assert sm._train_runtime(rows)["train_wall_seconds_median"] == 20.0
+    assert sm._train_runtime([_row("x")]) == {"train_wall_seconds_total": None, "train_wall_seconds_median": None}
