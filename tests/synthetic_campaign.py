@@ -117,7 +117,7 @@ def write_partition(home: Path, model: SyntheticModel, recipe: Path, dataset: st
         "epochs": epochs, "epochs_done": epochs, "best_epoch": best_epoch, "valid_mAP50": min(1.0, valid_ap * 1.4),
         "valid_mAP50_95": valid_ap, "batch": {"physical": 16, "effective": 16, "accumulation": 1},
         "signature_fields": {"imgsz": 640, "protocol_version": PROTOCOL_VERSION},
-        "precision": {"amp": True, "amp_dtype": "bf16"}, "wall_seconds": rng.uniform(600, 7200), "resumed": False,
+        "precision": {"amp": True, "amp_dtype": "bfloat16"}, "wall_seconds": rng.uniform(600, 7200), "resumed": False,
         "data": {"train_images": lock["splits"]["train"]["num_images"], "max_annotations_per_image": 30,
                  "num_classes": 3},
         "device": {"device": "cuda", "lane": 0}, "capabilities": {"libreyolo": "1.6.0", "torch": "2.14.1"},

@@ -26,11 +26,11 @@ from bench_assets.platform.provenance import package_versions, source_tree
 from bench_assets.rf100vl import submission_shape as shape
 from bench_assets.rf100vl.catalog import VERSIONS_FILE, catalog_entry, data_file, load_versions
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT, current_score, predictions_path, score_path
-from bench_assets.rf100vl.lock import roboflow_version
+from bench_assets.rf100vl.lock import LOCK_FILE, roboflow_version
 from bench_assets.rf100vl.models import ModelEntry, read_entry
 from bench_assets.rf100vl.recipes import PROTOCOL_VERSION, recipe_path
 from bench_assets.rf100vl.runplan import parse_model
-from bench_assets.rf100vl.store import current_version, load_record
+from bench_assets.rf100vl.store import MANIFEST_FILE, DatasetRecord, current_version, load_record
 from bench_assets.rf100vl.submission_schema import schema_problems
 
 SCHEMA = "va.submission.v1"
@@ -180,12 +180,21 @@ def _current_run_stats(run_dir: Path) -> dict[str, Any] | None:
     return json.loads(stats_file.read_text()) if stats_file.exists() else None
 
 
+def _stored_record(datasets_dir: Path, name: str, version: str | None) -> DatasetRecord | None:
+    """Version `version` of dataset `name` as stored, or None when it is not on disk (purged since it was scored, or
+    a CURRENT pointer naming nothing): the build then says so in its reasons instead of failing on a missing file."""
+    vdir = datasets_dir / name / version if version else None
+    if vdir is None or not (vdir / LOCK_FILE).is_file() or not (vdir / MANIFEST_FILE).is_file():
+        return None
+    return load_record(datasets_dir, name, version)
+
+
 def _dataset_row(home: Path, model: str, name: str, rec: dict[str, Any], stats: dict[str, Any] | None
                  ) -> dict[str, Any]:
     """The published entry of one scored dataset plus our own keys; `_metrics` and `_cost` are removed once
     averaged. `dataset_version` is the Roboflow version the scored data was exported from (None: unknown)."""
     pin, m = rec["prediction_inputs"], rec["metrics"]
-    record = load_record(home / "datasets", name, rec["dataset_version"])
+    record = _stored_record(home / "datasets", name, rec["dataset_version"])
     pred = predictions_path(home, model, name, rec["inputs"]["predictions_fingerprint"])
     return {
         "dataset": name, "num_images": rec["num_images"],
@@ -225,7 +234,7 @@ def _collect_scores(home: Path, model: str, wanted: list[str]) -> _CampaignScore
             continue
         stats = _current_run_stats(home / "runs" / model / name)
         lock_version = current_version(datasets_dir, name)
-        if lock_version is None or load_record(datasets_dir, name, lock_version) is None:
+        if _stored_record(datasets_dir, name, lock_version) is None:
             scores.lock_reasons.append(f"{name}: no version lock stored for the dataset")
         elif lock_version != rec["dataset_version"]:
             scores.stale.append(f"{name} (scored {rec['dataset_version']}, lock says {lock_version})")

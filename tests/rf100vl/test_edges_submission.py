@@ -260,3 +260,131 @@ def test_accuracy_means_inference_costs_and_train_runtime_strip_their_keys() -> 
     rows.append(_row("d", wall_seconds=20.0))
     assert sm._train_runtime(rows)["train_wall_seconds_median"] == 20.0
     assert sm._train_runtime([_row("x")]) == {"train_wall_seconds_total": None, "train_wall_seconds_median": None}
+
+
+# --- building: a whole document from a synthetic campaign's files ------------------------------------------------
+
+
+def _files(home: Path, dataset: str) -> tuple[dict[str, Any], dict[str, Any], Path, Path]:
+    """(stats.json of the current run, the current score record, its path, the predictions file) as written."""
+    run = home / "runs" / "syna-t" / dataset
+    stats = json.loads((run / (run / "CURRENT").read_text().strip() / "stats.json").read_text())
+    edir = home / "eval" / "syna-t" / dataset
+    score_file = next(edir.glob("*.score.json"))
+    return stats, json.loads(score_file.read_text()), score_file, next(edir.glob("*.predictions.json.gz"))
+
+
+def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: Path) -> None:
+    import hashlib
+    from statistics import fmean
+
+    from bench_assets.rf100vl.catalog import catalog_entry
+    from tests.synthetic_campaign import make_campaign
+
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=2, seed=5)
+    tree = {"commit": "1" * 40, "dirty": False, "changed_files": []}
+    doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z", tree=tree)
+    rows = doc["rf100vl"]["datasets"]
+    assert [r["dataset"] for r in rows] == ["-grccs", "13-lkc01"]  # the campaign's list, in name order
+    for row in rows:
+        d = row["dataset"]
+        stats, score, score_file, pred_file = _files(home, d)
+        pin, m, entry = score["prediction_inputs"], score["metrics"], catalog_entry(d)
+        assert row == {
+            "dataset": d, "num_images": score["num_images"], "num_classes": stats["data"]["num_classes"],
+            "dataset_version": entry.version_id, "weights": stats["best_checkpoint"],
+            "weights_sha256": pin["weights_sha256"], "result_file": str(score_file), "predictions_file": str(pred_file),
+            "resumed_from_cache": False, "wall_seconds": stats["wall_seconds"], "mAP_50": m["mAP50"],
+            "mAP_50_95": m["mAP50_95"], "mAP_75": m["mAP75"], "AR100": m["AR100"], "AR_max_det": m["AR_max_det"],
+            "domain": entry.domain, "dataset_content_version": score["dataset_version"],
+            "image_id_sha256": pin["image_ids_sha256"], "best_epoch": stats["best_epoch"],
+            "valid_mAP_50_95": stats["valid_mAP50_95"], "split": "test", "conf": pin["conf"], "nms_iou": pin["iou"],
+            "max_det": pin["max_det"], "imgsz": pin["imgsz"]}
+    n_images = sum(r["num_images"] for r in rows)
+    assert doc["dataset"] == {"id": "rf100_vl", "split": "test", "num_images": n_images, "num_datasets": 2,
+                              "num_datasets_discovered": 2, "num_datasets_selected": 2}
+    assert doc["config"] == {"batch_size": 16, "input_size": 640, "conf": 0.001, "iou": 0.65, "max_det": 500}
+    assert doc["eval"] == {"dataset": "rf100_vl", "split": "test", "numImages": n_images, "maxDets": [1, 10, 100, 500]}
+    assert doc["created_at"] == "2026-12-02T03:04:05Z"
+    assert doc["metadata"] == {"benchmark_date": "2026-12-02", "benchmark_version": sm.HARNESS_VERSION}
+    assert doc["runtime"] == {"format": "pytorch", "precision": "bf16", "provider": "cuda", "device": "gpu"}
+    assert (doc["hardware"]["gpu"], doc["hardware"]["cpu"]) == ("NVIDIA H200", "Synthetic CPU")  # the child measured
+    assert doc["implementation"] == {"provider": "libreyolo", "version": doc["software"]["libreyolo"]}
+    assert doc["benchmark"] == {"harness": "bench-platform", "harness_version": sm.HARNESS_VERSION,
+                                "libreyolo_version": doc["software"]["libreyolo"], "libreyolo_commit": "unknown",
+                                "libreyolo_dirty": None}
+    assert doc["accuracy"]["mAP_50_95"] == pytest.approx(fmean(r["mAP_50_95"] for r in rows))
+    walls = sorted(r["wall_seconds"] for r in rows)
+    recipe = home / "recipes" / "syna.json"
+    assert doc["bench"] == {"suite": "custom", "recipe_variant": str(recipe),
+                            "builder": "bench_assets.rf100vl.submission",
+                            "train_runtime": {"train_wall_seconds_total": sum(walls),
+                                              "train_wall_seconds_median": walls[1]}}
+    recipe_sha = hashlib.sha256(recipe.read_bytes()).hexdigest()
+    repro = doc["repro"]
+    assert {k: repro[k] for k in ("harness_version", "harness_commit", "harness_dirty", "protocol_version", "argv",
+                                  "command", "recipe", "bench")} == {
+        "harness_version": sm.HARNESS_VERSION, "harness_commit": "1" * 40, "harness_dirty": False,
+        "protocol_version": "rf100vl-fs-v1", "argv": ["bench", "submission", "build"],
+        "command": "bench submission build",
+        "recipe": {"file": str(recipe), "sha256": recipe_sha, "source": "per-dataset stats.json", "dataset_count": 2},
+        "bench": {"source_tree": tree, "content_versions": {r["dataset"]: r["dataset_content_version"] for r in rows}}}
+    assert repro["dataset"]["datasets"] == [
+        {"dataset": r["dataset"], "num_images": r["num_images"], "image_id_sha256": r["image_id_sha256"],
+         "version_id": r["dataset_version"]} for r in rows]
+    assert repro["dataset"]["versions"]["datasets"] == {
+        r["dataset"]: {"project_name": catalog_entry(r["dataset"]).project_name, "version_id": r["dataset_version"]}
+        for r in rows}
+    assert repro["weights"]["datasets"] == [
+        {"dataset": r["dataset"], "file": r["weights"], "sha256": r["weights_sha256"],
+         "source": "per-dataset-finetuned"} for r in rows]
+    versions_csv = Path(sm.__file__).parent / "data" / "rf100vl_versions.csv"
+    rf = doc["rf100vl"]
+    assert {k: v for k, v in rf.items() if k not in ("datasets", "content_versions_sha256", "domain_means")} == {
+        "regime": "fine-tuned", "aggregation": "unweighted mean across datasets",
+        "protocol": {"version": "rf100vl-fs-v1", "nms_iou": 0.65, "max_det": 500, "expected_datasets": 100},
+        "dataset_versions_sha256": hashlib.sha256(versions_csv.read_bytes()).hexdigest(), "recipe_sha256": recipe_sha,
+        "per_dataset_results_dir": str(home / "eval" / "syna-t"), "valid_submission": False,
+        "invalid_reasons": ["2 datasets scored, the leaderboard requires exactly 100"], "skipped_datasets": []}
+    assert rf["domain_means"] == sm.domain_means(rows)
+
+
+def test_a_build_names_unscored_unlocked_and_untrained_datasets(tmp_path: Path) -> None:
+    import shutil
+
+    from bench_assets.rf100vl.catalog import catalog_entry
+    from tests.synthetic_campaign import make_campaign
+
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=3, seed=5)
+    first, second, third = sorted(p.name for p in (home / "datasets").iterdir())
+    shutil.rmtree(home / "eval" / "syna-t" / third)  # never predicted nor scored
+    version = (home / "datasets" / second / "CURRENT").read_text()
+    shutil.rmtree(home / "datasets" / second / version)  # purged after it was scored: CURRENT names nothing stored
+    (home / "runs" / "syna-t" / first / "CURRENT").unlink()  # scored, but the run's stats are gone
+    doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
+                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+    rf = doc["rf100vl"]
+    assert [r["dataset"] for r in rf["datasets"]] == [first, second] and rf["skipped_datasets"] == [third]
+    entry = catalog_entry(second)
+    assert rf["invalid_reasons"][:4] == [
+        f"{second}: no version lock stored for the dataset",
+        "2 datasets scored, the leaderboard requires exactly 100",
+        f"1 of the campaign's 3 datasets have no score: {third}",
+        f"{second}: the Roboflow version of the scored data is unknown (not fetched through the rf100vl package); the "
+        f"versions lock names {entry.project_name} version {entry.version_id}"]
+    # and the published shape's own complaints: no integer Roboflow version for the purged one, ...
+    shape = rf["invalid_reasons"][4:]
+    assert shape and all(r.startswith("not in the published shape: ") for r in shape), shape
+    assert "not in the published shape: rf100vl.datasets.1.dataset_version: None is not of type 'integer'" in shape
+    assert rf["datasets"][1]["dataset_version"] is None
+    untrained = rf["datasets"][0]
+    assert {k: untrained[k] for k in ("num_classes", "weights", "resumed_from_cache", "wall_seconds", "best_epoch",
+                                      "valid_mAP_50_95")} == {"num_classes": None, "weights": "",
+                                                              "resumed_from_cache": False, "wall_seconds": None,
+                                                              "best_epoch": None, "valid_mAP_50_95": None}
+    with pytest.raises(sm.SubmissionError) as err:
+        sm.build_submission(home, "nobody-t")
+    assert str(err.value) == (f"{home / 'models' / 'nobody-t.json'}: model 'nobody-t' is not registered; run "
+                              "`bench campaign --model nobody-t --suite ...` first")
