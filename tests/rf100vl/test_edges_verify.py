@@ -231,3 +231,104 @@ def test_duplicates_are_listed_by_their_text_whatever_their_json_type() -> None:
     assert verify._duplicates([10, 9, 10, 9, 8]) == [10, 9]  # as text: "10" before "9"
     assert verify._duplicates([3, "3", 3, "3", None, None, "x"]) == [3, "3", None]  # mixed types do not crash
     assert verify._duplicates([1, 2]) == []
+
+
+# Every broken corpus case's one problem, word for word ({root} is the case's folder). The three whose message
+# quotes a library's own error (json, Pillow) are pinned by what precedes and follows that quote.
+CORPUS_PROBLEMS: dict[str, str | tuple[str, str]] = {
+    "area_mismatch": (
+        "train/_annotations.coco.json: annotations[].area: 1 annotation(s) have an area inconsistent with "
+        "bbox width*height (COCOeval sizes boxes by area), first: id 0 (image 0) bbox [4.0, 4.0, 16.0, 16.0]; "
+        "fix: recompute area as bbox width * height"),
+    "bad_json": (
+        "valid/_annotations.coco.json: json: unreadable or truncated JSON (",
+        "); fix: re-download or re-export the annotation file"),
+    "bbox_nonpositive": (
+        "valid/_annotations.coco.json: annotations[].bbox: 1 annotation(s) have non-positive width or height, "
+        "first: id 0 (image 0) bbox [6.0, 8.0, 0.0, 14.0]; fix: fix the export or drop the box"),
+    "bbox_outside": (
+        "train/_annotations.coco.json: annotations[].bbox: 1 annotation(s) reach beyond the image by more "
+        "than 2 px, first: id 1 (image 0) bbox [26.0, 20.0, 42.0, 20.0]; fix: fix the export or drop the box"),
+    "bbox_string": (
+        "train/_annotations.coco.json: annotations[].bbox: 1 bbox(es) are not [x, y, width, height] of 4 JSON "
+        "numbers, first: id 0: ['4', '4', '16', '16']; fix: write bbox values as JSON numbers (not strings) "
+        "or drop the box"),
+    "deep_json": (
+        "train/_annotations.coco.json: json: JSON nested too deeply to parse (a COCO file is a few levels "
+        "deep; this one is not an annotation export); fix: re-export the annotation file in COCO format"),
+    "duplicate_annotation_id": (
+        "test/_annotations.coco.json: annotations[].id: 1 duplicate value(s), first: [0]; fix: re-export the "
+        "dataset (ids must be unique per split)"),
+    "duplicate_image_id": (
+        "train/_annotations.coco.json: images[].id: 1 duplicate value(s), first: [0]; fix: re-export the "
+        "dataset (ids must be unique per split)"),
+    "empty_split": (
+        "test/_annotations.coco.json: images: split has no images; fix: export a non-empty split (train, "
+        "valid and test are all required)"),
+    "file_name_absolute": (
+        "train/_annotations.coco.json: images[].file_name: 1 unsafe file name(s), first: image id 0: "
+        "'/etc/passwd' is an absolute path (it would read a file outside the dataset); fix: set file_name to "
+        "the bare name of an image that lies directly in the split folder (e.g. 'img_0001.jpg'); move images "
+        "out of subfolders and drop '..' and absolute paths"),
+    "file_name_other_split": (
+        "train/_annotations.coco.json: images[].file_name: 1 unsafe file name(s), first: image id 0: "
+        "'../valid/img_0002_png.rf.0002c0ffee000002.png' climbs out of its split folder with '..'; fix: set "
+        "file_name to the bare name of an image that lies directly in the split folder (e.g. 'img_0001.jpg'); "
+        "move images out of subfolders and drop '..' and absolute paths"),
+    "file_name_subdir": (
+        "train/_annotations.coco.json: images[].file_name: 1 unsafe file name(s), first: image id 0: "
+        "'sub/img_0000_png.rf.0000c0ffee000000.png' is in a subdirectory; images must lie directly in the "
+        "split folder; fix: set file_name to the bare name of an image that lies directly in the split folder "
+        "(e.g. 'img_0001.jpg'); move images out of subfolders and drop '..' and absolute paths"),
+    "file_name_traversal": (
+        "train/_annotations.coco.json: images[].file_name: 1 unsafe file name(s), first: image id 0: "
+        "'../../../../victim.png' climbs out of its split folder with '..'; fix: set file_name to the bare "
+        "name of an image that lies directly in the split folder (e.g. 'img_0001.jpg'); move images out of "
+        "subfolders and drop '..' and absolute paths"),
+    "image_bomb": (
+        "train/img_0000_png.rf.0000c0ffee000000.png: image: declares an implausibly large image, refused "
+        "unread (",
+        "); fix: re-download the image or remove it and its boxes from the export"),
+    "image_id_float": (
+        "train/_annotations.coco.json: annotations[].image_id: 1 value(s) are not JSON integers (float), "
+        "first: [1.0]; fix: write ids as JSON integers (e.g. 12, not \"12\" or 12.0) and re-export"),
+    "image_id_string": (
+        "train/_annotations.coco.json: images[].id: 1 value(s) are not JSON integers (str), first: ['1']; "
+        "fix: write ids as JSON integers (e.g. 12, not \"12\" or 12.0) and re-export"),
+    "missing_image": (
+        "train/_annotations.coco.json: images[].file_name: 1 listed image(s) missing from {root}/train, "
+        "first: ['img_0001_png.rf.0001c0ffee000001.png']; fix: re-download the split or remove those images "
+        "from the JSON"),
+    "truncated_image": (
+        "test/img_0004_png.rf.0004c0ffee000004.png: image: truncated PNG file (end-of-image marker missing); "
+        "fix: re-download the image or remove it and its boxes from the export"),
+    "unknown_category": (
+        "train/_annotations.coco.json: annotations[].category_id: 1 annotation(s) use category ids not in "
+        "categories, first (annotation id, category id): [(0, 99)]; fix: re-export with a consistent class "
+        "list or drop those boxes"),
+    "unknown_image_ref": (
+        "train/_annotations.coco.json: annotations[].image_id: 1 annotation(s) reference unknown image ids, "
+        "first annotation ids: [0]; fix: re-export or drop those annotations"),
+    "unreadable_image": (
+        "train/img_0000_png.rf.0000c0ffee000000.png: image: not a readable image (",
+        "); fix: re-download the image or remove it and its boxes from the export"),
+}
+
+
+def test_each_corpus_case_is_refused_with_its_exact_problem() -> None:
+    from tests.conftest import CORPUS
+
+    broken = CORPUS / "broken"
+    assert set(CORPUS_PROBLEMS) == {p.name for p in broken.iterdir()} - {"valid_base", "bbox_slightly_outside"}
+    for case, expected in CORPUS_PROBLEMS.items():
+        try:
+            verify.verify_dataset(broken / case)
+        except verify.DatasetInvalid as err:
+            (problem,) = err.problems
+            text = str(problem).replace(str(broken / case), "{root}")
+        else:
+            raise AssertionError(f"{case} verified")
+        if isinstance(expected, tuple):
+            assert text.startswith(expected[0]) and text.endswith(expected[1]), (case, text)
+        else:
+            assert text == expected, (case, text)
