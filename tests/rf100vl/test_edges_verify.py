@@ -332,3 +332,74 @@ def test_each_corpus_case_is_refused_with_its_exact_problem() -> None:
             assert text.startswith(expected[0]) and text.endswith(expected[1]), (case, text)
         else:
             assert text == expected, (case, text)
+
+
+def _anns(*boxes: list[float], area: list | None = None) -> list[dict]:
+    return [{"id": 10 + i, "image_id": 100 + i, "bbox": b, **({"area": area[i]} if area and area[i] != "-" else {})}
+            for i, b in enumerate(boxes)]
+
+
+def test_box_checks_name_at_most_three_examples_of_each_fault_and_clip_only_what_needs_it() -> None:
+    import numpy as np
+
+    nan, inf = float("nan"), float("inf")
+    boxes = [[nan, 0, 1, 1], [0, inf, 1, 1], [0, 0, 0, 5], [0, 0, 5, -1], [0, 0, 5, 0], [1, 1, 0, 0],
+             [-3.5, 0, 5, 5], [0, -3, 5, 5], [46, 0, 5, 5], [0, 45.5, 5, 5],  # beyond 2 px on each side
+             [-2, -2, 10, 10], [40, 40, 10, 10], [48.5, 10, 1, 1], [3, 4, 5, 6]]  # clipped, clipped, vanishes, kept
+    anns = _anns(*boxes)
+    arr = np.asarray(boxes, dtype=np.float64)
+    wh = np.full((len(boxes), 2), 48.0)
+    problems: list[verify.Problem] = []
+    out, changed = verify._check_boxes("valid", anns, arr, wh, problems)
+    assert [(p.split, p.file, p.field, p.fix) for p in problems] == [
+        ("valid", "_annotations.coco.json", "annotations[].bbox", "fix the export or drop the box")] * 4
+    assert [p.message for p in problems] == [
+        "2 annotation(s) have NaN or infinite coordinates, first: id 10 (image 100) bbox [nan, 0, 1, 1], "
+        "id 11 (image 101) bbox [0, inf, 1, 1]",
+        "4 annotation(s) have non-positive width or height, first: id 12 (image 102) bbox [0, 0, 0, 5], "
+        "id 13 (image 103) bbox [0, 0, 5, -1], id 14 (image 104) bbox [0, 0, 5, 0]",
+        "4 annotation(s) reach beyond the image by more than 2 px, first: id 16 (image 106) bbox [-3.5, 0, 5, 5], "
+        "id 17 (image 107) bbox [0, -3, 5, 5], id 18 (image 108) bbox [46, 0, 5, 5]",
+        "1 annotation(s) lie entirely outside the image, first: id 22 (image 112) bbox [48.5, 10, 1, 1]"]
+    assert changed.tolist() == [False] * 10 + [True, True, True, False]
+    assert out[10].tolist() == [0.0, 0.0, 8.0, 8.0] and out[11].tolist() == [40.0, 40.0, 8.0, 8.0]
+    assert out[13].tolist() == [3.0, 4.0, 5.0, 6.0]
+
+
+def test_area_checks_allow_one_percent_or_one_pixel_and_fill_missing_ones() -> None:
+    import numpy as np
+
+    boxes = [[0, 0, 16, 16], [0, 0, 16, 16], [0, 0, 2, 5], [0, 0, 2, 5], [0, 0, 3, 3], [0, 0, 4, 4], [0, 0, 1, 1]]
+    # 256 +- 2.56 is consistent (258.55), 258.6 is not; 10 +- 1 is, exactly (11.0), 11.01 is not; missing: filled later
+    areas = [258.55, 258.6, 11.0, 11.01, "-", None, 1.0]
+    anns = _anns(*boxes, area=areas)
+    problems: list[verify.Problem] = []
+    missing = verify._check_areas("test", anns, np.asarray(boxes, dtype=np.float64), problems)
+    assert missing.tolist() == [False, False, False, False, True, True, False]
+    assert [(p.field, p.message, p.fix) for p in problems] == [(
+        "annotations[].area",
+        "2 annotation(s) have an area inconsistent with bbox width*height (COCOeval sizes boxes by area), first: "
+        "id 11 (image 101) bbox [0, 0, 16, 16], id 13 (image 103) bbox [0, 0, 2, 5]",
+        "recompute area as bbox width * height")]
+    texts = _anns([0, 0, 2, 2], [0, 0, 2, 2], [0, 0, 2, 2], [0, 0, 2, 2], [0, 0, 2, 2],
+                  area=["4", True, 4.0, "x", "y"])
+    problems = []
+    missing = verify._check_areas("train", texts, np.full((5, 4), 2.0), problems)
+    assert missing.tolist() == [True, True, False, True, True]  # refused values are not also called inconsistent
+    assert [(p.field, p.message, p.fix) for p in problems] == [(
+        "annotations[].area", "4 area(s) are not JSON numbers, first: [(10, '4'), (11, True), (13, 'x')]",
+        "write area as a JSON number (bbox width * height) or leave it out")]
+
+
+def test_bbox_shapes_other_than_four_json_numbers_are_refused() -> None:
+    anns = _anns([1, 2, 3, 4], [1, 2, 3], ["1", 2, 3, 4], [1, 2, 3, True], (1, 2, 3, 4), None, [1.5, 2, 3, 4.5])
+    problems: list[verify.Problem] = []
+    assert verify._bbox_array("train", anns, problems) is None
+    assert [(p.field, p.message, p.fix) for p in problems] == [(
+        "annotations[].bbox",
+        "5 bbox(es) are not [x, y, width, height] of 4 JSON numbers, first: id 11: [1, 2, 3], id 12: ['1', 2, 3, 4], "
+        "id 13: [1, 2, 3, True]",
+        "write bbox values as JSON numbers (not strings) or drop the box")]
+    good = verify._bbox_array("train", _anns([1, 2, 3, 4], [1.5, 2, 3, 4.5]), problems)
+    assert good.tolist() == [[1.0, 2.0, 3.0, 4.0], [1.5, 2.0, 3.0, 4.5]] and good.dtype.name == "float64"
+    assert verify._bbox_array("train", [], []).shape == (0, 4)
