@@ -403,3 +403,123 @@ def test_bbox_shapes_other_than_four_json_numbers_are_refused() -> None:
     good = verify._bbox_array("train", _anns([1, 2, 3, 4], [1.5, 2, 3, 4.5]), problems)
     assert good.tolist() == [[1.0, 2.0, 3.0, 4.0], [1.5, 2.0, 3.0, 4.5]] and good.dtype.name == "float64"
     assert verify._bbox_array("train", [], []).shape == (0, 4)
+
+
+def test_file_name_problems_word_for_word() -> None:
+    fp = verify.file_name_problem
+    assert [fp(n) for n in ("img.jpg", "a..b.png", ".hidden.png")] == [None, None, None]
+    assert fp("") == "'' is not a non-empty string" and fp(7) == "7 is not a non-empty string"
+    assert fp(None) == "None is not a non-empty string"
+    assert fp("a\x00.png") == "'a\\x00.png' contains a NUL byte"
+    for absolute in ("/etc/passwd", "\\share\\x.png", "C:\\x.png", "c:/x.png"):
+        assert fp(absolute) == f"{absolute!r} is an absolute path (it would read a file outside the dataset)"
+    for climbing in ("../x.png", "a/../x.png", "..\\x.png", ".."):
+        assert fp(climbing) == f"{climbing!r} climbs out of its split folder with '..'"
+    for nested in ("sub/x.png", "sub\\x.png", "C:x/y.png"):
+        assert fp(nested) == f"{nested!r} is in a subdirectory; images must lie directly in the split folder"
+    assert fp(".") == "'.' is not an image file name"
+    assert fp("_annotations.coco.json") == "'_annotations.coco.json' is not an image file name"
+    assert fp("C:x.png") is None  # a drive letter without a separator is a plain (odd) name
+
+
+def _split_with(tmp_path: Path, text: str | bytes) -> Path:
+    (tmp_path / "train").mkdir(parents=True)
+    data = text.encode() if isinstance(text, str) else text
+    (tmp_path / "train" / "_annotations.coco.json").write_bytes(data)
+    return tmp_path
+
+
+def _load(root: Path, split: str = "train") -> tuple[object, list[tuple[str, str, str, str, str]]]:
+    problems: list[verify.Problem] = []
+    doc = verify._load_json(root, split, problems)
+    return doc, [(p.split, p.file, p.field, p.message, p.fix) for p in problems]
+
+
+def test_reading_an_annotation_file_names_each_way_it_can_fail(tmp_path: Path) -> None:
+    ann = "_annotations.coco.json"
+    assert _load(tmp_path) == (None, [("train", ann, "split", f"split folder {tmp_path / 'train'} is missing",
+                                       "export all three splits train/valid/test")])
+    (tmp_path / "train").mkdir()
+    assert _load(tmp_path) == (None, [("train", ann, "file", "annotation file is missing",
+                                       "export the dataset in COCO format (Roboflow layout)")])
+    cases = {
+        "[1, 2]": ("json", "top level is not a JSON object", "re-export in COCO format"),
+        '{"images": [], "annotations": []}': ("categories", "missing or not a list: 'categories'",
+                                               "re-export in COCO format"),
+        '{"images": {}, "annotations": [], "categories": []}': ("images", "missing or not a list: 'images'",
+                                                               "re-export in COCO format"),
+        '{"images": [], "annotations": [{}, 3, "x"], "categories": []}': (
+            "annotations[1]", "2 entr(y/ies) are not JSON objects, first: 3", "re-export in COCO format"),
+    }
+    for i, (text, (field, message, fix)) in enumerate(cases.items()):
+        root = _split_with(tmp_path / f"c{i}", text)
+        assert _load(root) == (None, [("train", ann, field, message, fix)]), text
+    good = _split_with(tmp_path / "good", '{"images": [], "annotations": [], "categories": [], "info": {}}')
+    assert _load(good) == ({"images": [], "annotations": [], "categories": [], "info": {}}, [])
+    latin1 = _split_with(tmp_path / "latin1", b'{"images": "\xe9"}')
+    doc, problems = _load(latin1)
+    assert doc is None and [p[2:3] + p[4:] for p in problems] == [
+        ("json", "re-download or re-export the annotation file")]
+    assert problems[0][3].startswith("unreadable or truncated JSON (")
+
+
+def test_a_linked_split_or_annotation_file_is_refused(tmp_path: Path) -> None:
+    real = _split_with(tmp_path / "real", '{"images": [], "annotations": [], "categories": []}')
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "train").symlink_to(real / "train")
+    expected = ("train", "_annotations.coco.json", "split",
+                f"{linked / 'train'} is a symbolic link; links are not followed in dataset folders",
+                "copy the real folder/file into the dataset")
+    assert _load(linked) == (None, [expected])
+    file_link = tmp_path / "file_link"
+    (file_link / "train").mkdir(parents=True)
+    (file_link / "train" / "_annotations.coco.json").symlink_to(real / "train" / "_annotations.coco.json")
+    link = file_link / "train" / "_annotations.coco.json"
+    assert _load(file_link) == (None, [("train", "_annotations.coco.json", "split",
+                                        f"{link} is a symbolic link; links are not followed in dataset folders",
+                                        "copy the real folder/file into the dataset")])
+
+
+def test_ids_must_be_json_integers_that_fit_64_bits() -> None:
+    fix = 'write ids as JSON integers (e.g. 12, not "12" or 12.0) and re-export'
+    images = [{"id": 1}, {"id": "2"}, {"id": 3.0}, {}, {"id": True}]
+    anns = [{"id": 2**63, "image_id": 1, "category_id": -(2**63) - 1}, {"id": 2**63 - 1, "image_id": 1,
+                                                                       "category_id": -(2**63)}]
+    problems: list[verify.Problem] = []
+    assert verify._ids_are_integers("test", images, anns, problems) is False
+    assert [(p.field, p.message, p.fix) for p in problems] == [
+        ("images[].id", "4 value(s) are not JSON integers (bool, float, missing, str), first: ['2', 3.0, None]", fix),
+        ("annotations[].id", "1 value(s) do not fit a 64-bit integer, first: [9223372036854775808]",
+         "renumber the ids (e.g. 0, 1, 2, ...) and re-export"),
+        ("annotations[].category_id", "1 value(s) do not fit a 64-bit integer, first: [-9223372036854775809]",
+         "renumber the ids (e.g. 0, 1, 2, ...) and re-export")]
+    assert verify._ids_are_integers("test", [{"id": 0}], [{"id": 2**63 - 1, "image_id": 0, "category_id": -(2**63)}],
+                                    []) is True
+    assert verify._ids_are_integers("test", [], [], []) is True
+
+
+def test_categories_are_checked_in_every_split_against_the_first() -> None:
+    ann = "_annotations.coco.json"
+    ref = [{"id": 0, "name": "a"}, {"id": 1, "name": "b"}]
+    docs = {"train": {"categories": ref},
+            "valid": {"categories": [{"id": "0", "name": "a"}, {"id": 1.0, "name": ""}, {"id": None}]},
+            "test": {"categories": [{"id": 1, "name": "b"}, {"id": 1, "name": 5}, {"id": 0, "name": "a"}]}}
+    problems: list[verify.Problem] = []
+    assert verify._check_categories(docs, problems) is ref
+    assert [(p.split, p.file, p.field, p.message, p.fix) for p in problems] == [
+        ("valid", ann, "categories[].id", "3 non-integer category id(s), first: ['0', 1.0, None]",
+         'write ids as JSON integers (e.g. 12, not "12" or 12.0) and re-export'),
+        ("valid", ann, "categories[].name", "2 category name(s) are not non-empty strings, first: ['', None]",
+         "give every class a name and re-export"),
+        ("valid", ann, "categories", "categories differ from the train split's",
+         "export all splits from one dataset version"),
+        ("test", ann, "categories[].name", "1 category name(s) are not non-empty strings, first: [5]",
+         "give every class a name and re-export"),
+        ("test", ann, "categories[].id", "duplicate category ids [1]", "re-export the dataset"),
+        ("test", ann, "categories", "categories differ from the train split's",
+         "export all splits from one dataset version")]
+    same_order_free = {"train": {"categories": ref}, "test": {"categories": list(reversed(ref))}}
+    problems = []
+    verify._check_categories(same_order_free, problems)
+    assert problems == []  # the order of the class list does not matter, the (id, name) pairs do
