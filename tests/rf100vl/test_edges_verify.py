@@ -523,3 +523,69 @@ def test_categories_are_checked_in_every_split_against_the_first() -> None:
     problems = []
     verify._check_categories(same_order_free, problems)
     assert problems == []  # the order of the class list does not matter, the (id, name) pairs do
+
+
+def _split_doc(tmp_path: Path, n_images: int = 2) -> dict:
+    (tmp_path / "valid").mkdir(parents=True, exist_ok=True)
+    images = []
+    for i in range(n_images):
+        _png(tmp_path / "valid", f"im{i}.png")
+        images.append({"id": i, "file_name": f"im{i}.png", "width": 64, "height": 48})
+    anns = [{"id": i, "image_id": i % n_images, "category_id": 1, "bbox": [1, 1, 4, 4], "area": 16} for i in range(3)]
+    return {"images": images, "annotations": anns, "categories": [{"id": 1, "name": "a"}]}
+
+
+def _verify_split(tmp_path: Path, doc: dict, cats: set[int] = frozenset({1})) -> tuple[object, list[tuple]]:
+    problems: list[verify.Problem] = []
+    out = verify._verify_split(tmp_path, "valid", doc, set(cats), False, problems)
+    return out, [(p.split, p.file, p.field, p.message, p.fix) for p in problems]
+
+
+def test_a_split_names_empty_lists_duplicates_and_dangling_references(tmp_path: Path) -> None:
+    ann = "_annotations.coco.json"
+    out, problems = _verify_split(tmp_path, {"images": [], "annotations": [], "categories": []})
+    assert out is None and problems == [("valid", ann, "images", "split has no images",
+                                         "export a non-empty split (train, valid and test are all required)")]
+    doc = _split_doc(tmp_path)
+    out, problems = _verify_split(tmp_path, {**doc, "annotations": []})
+    assert out is None and problems == [("valid", ann, "annotations", "split has no boxes (AP is undefined)",
+                                         "export the split with its annotations")]
+    bad = _split_doc(tmp_path)
+    bad["images"] += [dict(bad["images"][0]), {**bad["images"][1], "id": 7}]  # id 0 twice, im1.png twice
+    bad["annotations"] += [dict(bad["annotations"][0])] + [
+        {"id": 10 + k, "image_id": 50 + k, "category_id": 1, "bbox": [1, 1, 4, 4]} for k in range(4)] + [
+        {"id": 20 + k, "image_id": 0, "category_id": 9 + k, "bbox": [1, 1, 4, 4]} for k in range(4)]
+    out, problems = _verify_split(tmp_path, bad)
+    fix_ids = "re-export the dataset (ids must be unique per split)"
+    assert out is None and problems == [
+        ("valid", ann, "images[].id", "1 duplicate value(s), first: [0]", fix_ids),
+        ("valid", ann, "images[].file_name", "2 duplicate value(s), first: ['im0.png', 'im1.png']", fix_ids),
+        ("valid", ann, "annotations[].id", "1 duplicate value(s), first: [0]", fix_ids),
+        ("valid", ann, "annotations[].image_id",
+         "4 annotation(s) reference unknown image ids, first annotation ids: [10, 11, 12]",
+         "re-export or drop those annotations"),
+        ("valid", ann, "annotations[].category_id",
+         "4 annotation(s) use category ids not in categories, first (annotation id, category id): "
+         "[(20, 9), (21, 10), (22, 11)]", "re-export with a consistent class list or drop those boxes")]
+
+
+def test_a_clean_split_returns_what_normalisation_needs(tmp_path: Path) -> None:
+    import hashlib
+
+    doc = _split_doc(tmp_path)
+    doc["annotations"][1].pop("area")  # filled later
+    doc["annotations"][2]["bbox"] = [62, 1, 4, 4]  # 2 px past the right edge: clipped
+    out, problems = _verify_split(tmp_path, doc)
+    assert problems == []
+    assert out["images"] is doc["images"] and out["annotations"] is doc["annotations"] and out["doc"] is doc
+    assert out["boxes"].tolist() == [[1, 1, 4, 4], [1, 1, 4, 4], [62, 1, 2, 4]]
+    assert out["clipped"].tolist() == [False, False, True] and out["area_missing"].tolist() == [False, True, False]
+    files = [tmp_path / "valid" / f"im{i}.png" for i in range(2)]
+    assert out["image_bytes"] == sum(f.stat().st_size for f in files)
+    assert out["image_sha256"] == {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    wrong_size = _split_doc(tmp_path / "w")
+    wrong_size["images"][1]["height"] = 50
+    out, problems = _verify_split(tmp_path / "w", wrong_size)
+    assert out is None and problems == [(
+        "valid", "_annotations.coco.json", "images[id=1].width/height", "JSON says 64x50 but im1.png is 64x48",
+        "re-export so the JSON matches the image files (boxes are in the file's pixel grid)")]
