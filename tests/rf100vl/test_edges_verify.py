@@ -589,3 +589,76 @@ def test_a_clean_split_returns_what_normalisation_needs(tmp_path: Path) -> None:
     assert out is None and problems == [(
         "valid", "_annotations.coco.json", "images[id=1].width/height", "JSON says 64x50 but im1.png is 64x48",
         "re-export so the JSON matches the image files (boxes are in the file's pixel grid)")]
+
+
+def _dataset(root: Path) -> Path:
+    """Three splits of one 64x48 PNG each; Roboflow's placeholder category 0 ("shapes", the others' supercategory)
+    and two classes with ids 3 and 5; annotation ids from 0 as Roboflow writes them."""
+    import json
+
+    cats = [{"id": 0, "name": "shapes", "supercategory": "none"},
+            {"id": 5, "name": "square", "supercategory": "shapes"},
+            {"id": 3, "name": "circle", "supercategory": "shapes"}]
+    for k, split in enumerate(("train", "valid", "test")):
+        (root / split).mkdir(parents=True)
+        _png(root / split, f"{split}.png")
+        anns = [{"id": 0, "image_id": 4, "category_id": 3, "bbox": [1, 2, 3, 4], "area": 12, "iscrowd": 0},
+                {"id": 1, "image_id": 4, "category_id": 5 if k else 3, "bbox": [10, 10, 5, 5]}]
+        doc = {"info": {"split": split}, "licenses": [], "categories": cats, "annotations": anns,
+               "images": [{"id": 4, "file_name": f"{split}.png", "width": 64, "height": 48}]}
+        (root / split / "_annotations.coco.json").write_text(json.dumps(doc))
+    return root
+
+
+def test_a_dataset_is_verified_and_normalised_as_documented(tmp_path: Path) -> None:
+    import hashlib
+
+    root = _dataset(tmp_path / "ds")
+    v = verify.verify_dataset(root)
+    assert v.root == root and v.class_names == ["circle", "square"]
+    assert v.categories == [{"id": 0, "name": "circle", "supercategory": "shapes"},
+                            {"id": 1, "name": "square", "supercategory": "shapes"}]
+    assert asdict(v.normalisations) == {
+        "dropped_placeholder_categories": ["shapes"], "category_ids_remapped": 2,
+        "annotation_ids_renumbered": {"train": 2, "valid": 2, "test": 2},
+        "annotation_id_zero": {"train": 1, "valid": 1, "test": 1},
+        "boxes_clipped": {"train": 0, "valid": 0, "test": 0}, "areas_filled": {"train": 1, "valid": 1, "test": 1}}
+    assert list(v.coco) == ["train", "valid", "test"]
+    assert v.coco["valid"]["annotations"] == [
+        {"id": 1, "image_id": 4, "category_id": 0, "bbox": [1.0, 2.0, 3.0, 4.0], "area": 12, "iscrowd": 0},
+        {"id": 2, "image_id": 4, "category_id": 1, "bbox": [10.0, 10.0, 5.0, 5.0], "area": 25.0, "iscrowd": 0}]
+    assert v.coco["train"]["annotations"][1]["category_id"] == 0 and v.coco["test"]["info"] == {"split": "test"}
+    assert all(v.coco[s]["categories"] == v.categories for s in v.coco)
+    assert asdict(v.stats["test"]) == {"images": 1, "annotations": 2, "boxes_per_image_mean": 2.0,
+                                       "boxes_per_image_max": 2, "images_without_boxes": 0, "classes_present": 2,
+                                       "megapixels_mean": 0.0031, "megapixels_max": 0.0031,
+                                       "image_bytes": (root / "test" / "test.png").stat().st_size}
+    assert v.stats["train"].classes_present == 1
+    assert v.image_sha256 == {s: {f"{s}.png": hashlib.sha256((root / s / f"{s}.png").read_bytes()).hexdigest()}
+                              for s in ("train", "valid", "test")}
+
+
+def test_a_dataset_missing_a_split_or_with_a_bad_split_fails_with_every_problem(tmp_path: Path) -> None:
+    import shutil
+
+    root = _dataset(tmp_path / "ds")
+    shutil.rmtree(root / "valid")
+    (root / "test" / "test.png").unlink()
+    try:
+        verify.verify_dataset(root)
+    except verify.DatasetInvalid as err:
+        assert [(p.split, p.field) for p in err.problems] == [("valid", "split")]  # reading stops the rest
+    else:
+        raise AssertionError("verified without its valid split")
+    _png(root / "test", "x.png")
+    (root / "valid").mkdir()
+    shutil.copy(root / "train" / "_annotations.coco.json", root / "valid")
+    try:
+        verify.verify_dataset(root)
+    except verify.DatasetInvalid as err:
+        assert [(p.split, p.field) for p in err.problems] == [("valid", "images[].file_name"),
+                                                              ("test", "images[].file_name")]
+        assert str(err).startswith(
+            f"dataset {root} failed verification with 2 problem(s):\n  - valid/")
+    else:
+        raise AssertionError("verified with missing images")
