@@ -32,3 +32,120 @@ def test_read_metrics_reads_a_well_formed_evaluation() -> None:
     metrics = scoring.read_metrics({"precision": precision, "recall": np.full(GOOD_R, 0.25)}, PARAMS, 500)
     assert metrics["mAP50_95"] == metrics["mAP50"] == metrics["mAP_large"] == 0.75
     assert metrics["AR1"] == metrics["AR_max_det"] == 0.25
+
+
+# --- small pure helpers of validation and results, word for word ------------------------------------------------
+
+
+def test_input_problems_read_as_one_line_or_a_list() -> None:
+    one = scoring.PredictionsInvalid("p.json", ["[3].score: null (no value); fix: x"])
+    assert str(one) == "p.json: invalid predictions: [3].score: null (no value); fix: x"
+    assert (one.source, one.problems) == ("p.json", ["[3].score: null (no value); fix: x"])
+    two = scoring.GroundTruthInvalid("gt.json", ["a", "b"])
+    assert str(two) == "gt.json: invalid ground truth (2 problem(s)):\n  - a\n  - b"
+
+
+def test_max_det_cut_warning_and_dict() -> None:
+    assert scoring.MaxDetCut(500).warning("p.json") is None
+    images = [{"image_id": i, "detections": 501 + (i % 3), "cut": 0} for i in range(7)]
+    uncut = scoring.MaxDetCut(500, images_over=7, detections_cut=0, images=images)
+    head = ("p.json: 7 image(s) carry more than max_det=500 detections, which the protocol does not allow (most "
+            "first: image 2: 503, image 5: 503, image 1: 502, image 4: 502, image 0: 501 (+2 more)); scored as "
+            "pycocotools scores them: each (image, category) keeps its 500 highest-scoring detections (ties in file "
+            "order), ")
+    assert uncut.warning("p.json") == head + "and no (image, category) has more, so every detection was evaluated"
+    cut = scoring.MaxDetCut(500, images_over=7, detections_cut=9,
+                            images=[{**i, "cut": 1 + i["image_id"] % 2 if i["image_id"] < 6 else 0} for i in images])
+    assert cut.warning("p.json") == head + (
+        "so 9 detection(s) on 6 image(s) were not evaluated (image 0: 1, image 1: 2, image 2: 1, image 3: 2, "
+        "image 4: 1 (+1 more)); `bench score --strict` refuses such a file")
+    d = cut.to_dict()
+    assert d == {"max_det": 500, "images_over": 7, "detections_cut": 9, "images": cut.images}
+    assert d["images"][0] is not cut.images[0]  # copies: the result stays frozen
+
+
+def test_score_result_to_dict_leaves_the_arrays_out() -> None:
+    import numpy as np
+
+    cut = scoring.MaxDetCut(100)
+    r = scoring.ScoreResult({"mAP50_95": 0.5}, "fast", 100, 3, 4, 5, {"eval": 0.1}, ["w"], cut, "hotcoco 1.0",
+                            arrays={"precision": np.zeros(2)})
+    assert r.to_dict() == {"metrics": {"mAP50_95": 0.5}, "backend": "fast", "max_det": 100, "num_images": 3,
+                           "num_gt": 4, "num_dets": 5, "seconds": {"eval": 0.1}, "warnings": ["w"],
+                           "max_det_cut": {"max_det": 100, "images_over": 0, "detections_cut": 0, "images": []},
+                           "engine": "hotcoco 1.0"}
+    assert r.headline == 0.5
+    assert scoring.ScoreResult({}, "x", 1, 0, 0, 0).to_dict()["max_det_cut"] is None
+
+
+def test_examples_kinds_and_type_problems_word_for_word() -> None:
+    assert scoring._fmt_examples([1, 2, 3, 4, 5]) == "1, 2, 3, 4, 5"
+    assert scoring._fmt_examples(list(range(8))) == "0, 1, 2, 3, 4 (+3 more)"
+    assert scoring._json_text("x" * 58) == '"' + "x" * 58 + '"'  # 60 characters: kept whole
+    assert scoring._json_text("x" * 59) == '"' + "x" * 56 + "..."  # 61: cut to 60 with "..."
+    assert scoring._json_text(float("nan")) == "NaN" and scoring._json_text(float("-inf")) == "-Infinity"
+    assert scoring._json_text({1, 2}) == "{1, 2}"  # not JSON: its repr
+    assert [scoring._kind_name(v) for v in (None, "a", 1.5, True, [], {}, 3)] == [
+        "null", "a string", "a float", "a boolean", "an array", "an object", "int"]
+    assert scoring._kind(None) == "null (no value)" and scoring._kind("12") == '"12" is a string'
+    assert scoring._kind(float("inf")) == "Infinity is not finite" and scoring._kind(3.0) == "3.0 is a float"
+    found = [(f"[{i}].image_id", f'"{i}" is a string') for i in range(5)]
+    assert scoring._type_problem(found[:1], 1, 9, "F") == '[0].image_id: "0" is a string; fix: F'
+    assert scoring._type_problem(found[:2], 2, 9, "F") == (
+        '[0].image_id: "0" is a string (2 of 9 detections in all; also [1].image_id: "1" is a string); fix: F')
+    assert scoring._type_problem(found, 8, 9, "F") == (
+        '[0].image_id: "0" is a string (8 of 9 detections in all; also [1].image_id: "1" is a string; [2].image_id: '
+        '"2" is a string; [3].image_id: "3" is a string; [4].image_id: "4" is a string; +3 more); fix: F')
+
+
+def test_id_and_box_helpers() -> None:
+    import numpy as np
+
+    assert scoring._non_int([1, 2, 3]) == [] and scoring._non_int([1, "2", 3.0, True, None]) == [1, 2, 3, 4]
+    assert scoring._unknown_ids([1, 2], {1, 2}, []) == []
+    assert scoring._unknown_ids([1, 7, "x", 8], {1, 2}, [2]) == [1, 3]
+    assert scoring._unknown_ids([1, "x"], {1}, [1]) == []  # the refused value is not unknown twice
+    assert scoring._box_fault("a") == ("", '"a" is a string, not an array of 4 numbers')
+    assert scoring._box_fault([1, 2, 3]) == ("", "[1, 2, 3] has 3 elements, not 4")
+    assert scoring._box_fault([1, "2", 3, 4]) == ("[1]", '"2" is a string, not a JSON number')
+    assert scoring._box_fault([1, 2, float("nan"), 4]) == ("[2]", "NaN is not finite")
+    assert scoring._box_fault([1, 2, 3, 4]) == ("", "[1, 2, 3, 4] is not 4 finite numbers")
+    arr, bad = scoring._bbox_array([[1, 2, 3, 4], [5, 6.5, 7, 8]])
+    assert arr.tolist() == [[1, 2, 3, 4], [5, 6.5, 7, 8]] and bad == [] and arr.dtype == np.float64
+    arr, bad = scoring._bbox_array([(1, 2, 3, 4), [1, 2], [1, 2, 3, True], [9, 9, 9, 9]])
+    assert bad == [1, 2] and arr[0].tolist() == [1, 2, 3, 4] and arr[3].tolist() == [9, 9, 9, 9]
+    assert np.isnan(arr[1]).all() and np.isnan(arr[2]).all()
+    for wrong in (0, -1, 1.0, True, "5", None):
+        with pytest.raises(ValueError) as err:
+            scoring._check_max_det(wrong)
+        assert str(err.value) == f"max_det must be a positive integer, got {wrong!r}"
+    scoring._check_max_det(1)
+    assert scoring._gt_index({"images": [{"id": 1}, 3, {"id": 2}], "categories": [{"id": 5}, "x"]}) == ({1, 2}, {5})
+    assert scoring._gt_index({"images": {}, "categories": None}) == (set(), set())
+
+
+def test_reading_a_detections_file_names_the_way_it_failed(tmp_path) -> None:  # noqa: ANN001
+    import gzip
+
+    plain = tmp_path / "p.json"
+    plain.write_text('[{"a": 1}]')
+    packed = tmp_path / "odd-name.json"
+    packed.write_bytes(gzip.compress(b'[{"a": 2}]'))
+    assert scoring.load_json_any(plain) == [{"a": 1}] and scoring.load_json_any(packed) == [{"a": 2}]
+    cases = {
+        "broken.json.gz": (b"\x1f\x8b" + b"garbage", "not a readable gzip stream ("),
+        "plain.json.gz": (b"[]", "named .gz but not gzip-compressed; compress it or drop the .gz suffix"),
+        "bad.json": (b"[1,", "not valid JSON ("),
+        "latin.json": (b'["\xe9"]', "not valid JSON ("),
+        "deep.json": (b"[" * 100_000 + b"]" * 100_000, "JSON nested too deeply to read; a detections file is a "
+                                                        "flat array of objects"),
+    }
+    for name, (data, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(scoring.InputUnreadable) as err:
+            scoring.load_json_any(path)
+        assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
+    assert scoring.empty_predictions_warning("p.json", 7) == (
+        "p.json: the predictions list is empty, so every metric is 0.0 on the 7 image(s); if the model should have "
+        "found objects, check the prediction step's log and its output file")
