@@ -95,6 +95,19 @@ print(f"mutation: {len(drop)} test_edges_* test(s) will be mapped again")
 EOF
 }
 
+# A run killed while mutmut was writing a mutated copy leaves that copy empty; mutmut then takes it as up to date and
+# every test importing the module fails to collect (seen 2026-12-02: submission.py, "cannot import name"). Remove
+# such copies with their verdicts, so this run generates them again.
+if [[ -d mutants/bench_assets ]]; then
+  while IFS= read -r copy; do
+    src=${copy#mutants/}
+    if [[ -s "$src" ]]; then
+      echo "mutation: $copy is empty (an interrupted run); generating it again, its verdicts reset"
+      rm -f "$copy" "$copy.meta" "$copy.spans"
+    fi
+  done < <(find mutants/bench_assets -name '*.py' -size 0)
+fi
+
 start=$SECONDS
 if [[ $mode != report ]]; then
   [[ $mode != recheck ]] || refresh_edge_tests
