@@ -257,7 +257,7 @@ def _browser_page(url: str) -> Iterator[Any]:
     """A Chromium page on the cluster's webserver (Debian's browser, as in tests/report/test_ui_browser.py)."""
     from playwright.sync_api import expect, sync_playwright
 
-    from tests.report.test_ui_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+    from tests.report.test_ui_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, answer_nux
 
     expect.set_options(timeout=TIMEOUT_MS)
     try:
@@ -266,7 +266,7 @@ def _browser_page(url: str) -> Iterator[Any]:
             context = browser.new_context(viewport={"width": 1600, "height": 1000}, base_url=url)
             context.set_default_timeout(TIMEOUT_MS)
             page = context.new_page()
-            page.add_locator_handler(page.get_by_role("button", name="Skip"), lambda b: b.click())  # the nux
+            answer_nux(page, url)  # the "Join the Dagster community" popup, answered before any click
             yield page
             browser.close()
     finally:
