@@ -580,10 +580,9 @@ def verify_dataset(root: Path, *, deep: bool = False) -> VerifiedDataset:
         assert c is not None
         boxes_per_category.update(a["category_id"] for a in c["annotations"])
     placeholders = _find_placeholders(raw_categories, boxes_per_category)
+    # Never empty: every split has boxes (else "split has no boxes" above), each box's category is listed (else
+    # "unknown category"), and a category with boxes is never a placeholder.
     kept = sorted((c for c in raw_categories if c["id"] not in placeholders), key=lambda c: c["id"])
-    if not kept:
-        raise DatasetInvalid(root, [Problem("all", ANNOTATIONS_FILE, "categories", "no real classes left",
-                                            "export the dataset with its classes")])
     cat_map = {c["id"]: new for new, c in enumerate(kept)}
     categories = [{"id": cat_map[c["id"]], "name": c.get("name"), "supercategory": c.get("supercategory", "none")}
                   for c in kept]

@@ -662,3 +662,16 @@ def test_a_dataset_missing_a_split_or_with_a_bad_split_fails_with_every_problem(
             f"dataset {root} failed verification with 2 problem(s):\n  - valid/")
     else:
         raise AssertionError("verified with missing images")
+
+
+def test_a_class_without_a_supercategory_is_normalised_under_none(tmp_path: Path) -> None:
+    import json
+
+    root = _dataset(tmp_path / "ds")
+    for split in ("train", "valid", "test"):
+        path = root / split / "_annotations.coco.json"
+        doc = json.loads(path.read_text())
+        del doc["categories"][2]["supercategory"]  # circle
+        path.write_text(json.dumps(doc))
+    assert verify.verify_dataset(root).categories == [{"id": 0, "name": "circle", "supercategory": "none"},
+                                                      {"id": 1, "name": "square", "supercategory": "shapes"}]
