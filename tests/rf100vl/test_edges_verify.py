@@ -675,3 +675,84 @@ def test_a_class_without_a_supercategory_is_normalised_under_none(tmp_path: Path
         path.write_text(json.dumps(doc))
     assert verify.verify_dataset(root).categories == [{"id": 0, "name": "circle", "supercategory": "none"},
                                                       {"id": 1, "name": "square", "supercategory": "shapes"}]
+
+
+def test_survivors_of_the_first_mutation_pass(tmp_path: Path) -> None:
+    """The last real gaps mutmut showed in verify.py (docs/testing.md lists the equivalent ones)."""
+    import json
+    import shutil
+
+    import numpy as np
+
+    # 26 problems: one more than shown
+    assert str(verify.DatasetInvalid(Path("/d"), _problems(26))).endswith("\n  ... and 1 more")
+    # megapixels divide by exactly 1e6: a 60 MP image is 60.0, not 59.9999
+    checked = {"images": [{"id": 1, "width": 10000, "height": 6000}], "annotations": [], "image_bytes": 0}
+    assert verify._split_stats({**checked, "annotations": [{"image_id": 1, "category_id": 0}]}).megapixels_max == 60.0
+    # a non-number at any position of a bbox is refused
+    for k in range(4):
+        box = [1, 2, 3, 4]
+        box[k] = str(box[k])
+        assert not verify._is_bbox(box), box
+    # integer boxes come out as floats
+    assert verify._bbox_array("train", _anns([1, 2, 3, 4]), []).dtype == np.float64
+    # several unsafe names and links: joined with "; ", with their fix
+    split = tmp_path / "train"
+    split.mkdir()
+    good = _png(split, "good.png")
+    for name in ("l1.png", "l2.png"):
+        (split / name).symlink_to(good)
+    problems: list[verify.Problem] = []
+    verify._verify_images(tmp_path, "train", [{"id": 1, "file_name": "../a.png"}, {"id": 2, "file_name": "/b.png"},
+                                              {"id": 3, "file_name": "l1.png"}, {"id": 4, "file_name": "l2.png"}],
+                          False, problems)
+    unsafe, links = problems
+    assert unsafe.message == ("2 unsafe file name(s), first: image id 1: '../a.png' climbs out of its split folder "
+                              "with '..'; image id 2: '/b.png' is an absolute path (it would read a file outside the "
+                              "dataset)")
+    assert links.message == (f"2 listed image(s) are symbolic links (not followed in dataset folders), first: "
+                             f"'l1.png' -> {str(good)!r}; 'l2.png' -> {str(good)!r}")
+    assert links.fix == "copy the real image files into the split folder in place of the links"
+    # deep verification reaches every image through verify_dataset; the error keeps the root at every stage
+    root = _dataset(tmp_path / "ds")
+    _corrupt_idat(root / "valid" / "valid.png")
+    verify.verify_dataset(root)  # the fast pass reads headers and end markers only
+    try:
+        verify.verify_dataset(root, deep=True)
+    except verify.DatasetInvalid as err:
+        assert err.root == root and [(p.split, p.file) for p in err.problems] == [("valid", "valid.png")]
+    else:
+        raise AssertionError("deep verification read past corrupt pixels")
+    shutil.rmtree(root / "test")
+    try:
+        verify.verify_dataset(root)
+    except verify.DatasetInvalid as err:
+        assert err.root == root
+    # a category with boxes is a class even when its name is another's supercategory or it is Roboflow's 0/"none"
+    named = _dataset(tmp_path / "named")
+    for s in ("train", "valid", "test"):
+        path = named / s / "_annotations.coco.json"
+        doc = json.loads(path.read_text())
+        doc["annotations"].append({"id": 2, "image_id": 4, "category_id": 0, "bbox": [20, 20, 5, 5], "area": 25})
+        path.write_text(json.dumps(doc))
+    v = verify.verify_dataset(named)
+    assert v.class_names == ["shapes", "circle", "square"] and v.normalisations.dropped_placeholder_categories == []
+
+
+def test_an_image_without_width_or_height_is_named_not_a_crash(tmp_path: Path) -> None:
+    import json
+
+    root = _dataset(tmp_path / "ds")
+    path = root / "train" / "_annotations.coco.json"
+    doc = json.loads(path.read_text())
+    del doc["images"][0]["width"]
+    path.write_text(json.dumps(doc))
+    try:
+        verify.verify_dataset(root)
+    except verify.DatasetInvalid as err:
+        assert [(p.field, p.message) for p in err.problems] == [
+            ("images[id=4].width/height", "JSON says Nonex48 but train.png is 64x48"),
+            ("annotations[].bbox", "2 annotation(s) reach beyond the image by more than 2 px, first: id 0 (image 4) "
+                                   "bbox [1, 2, 3, 4], id 1 (image 4) bbox [10, 10, 5, 5]")]
+    else:
+        raise AssertionError("verified without a width")
