@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from bench_assets.rf100vl import verify
 
 
@@ -739,19 +741,21 @@ def test_survivors_of_the_first_mutation_pass(tmp_path: Path) -> None:
     assert v.class_names == ["shapes", "circle", "square"] and v.normalisations.dropped_placeholder_categories == []
 
 
-def test_an_image_without_width_or_height_is_named_not_a_crash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("gone", ["width", "height"])
+def test_an_image_without_width_or_height_is_named_not_a_crash(tmp_path: Path, gone: str) -> None:
     import json
 
     root = _dataset(tmp_path / "ds")
     path = root / "train" / "_annotations.coco.json"
     doc = json.loads(path.read_text())
-    del doc["images"][0]["width"]
+    del doc["images"][0][gone]
     path.write_text(json.dumps(doc))
+    said = "Nonex48" if gone == "width" else "64xNone"
     try:
         verify.verify_dataset(root)
     except verify.DatasetInvalid as err:
         assert [(p.field, p.message) for p in err.problems] == [
-            ("images[id=4].width/height", "JSON says Nonex48 but train.png is 64x48"),
+            ("images[id=4].width/height", f"JSON says {said} but train.png is 64x48"),
             ("annotations[].bbox", "2 annotation(s) reach beyond the image by more than 2 px, first: id 0 (image 4) "
                                    "bbox [1, 2, 3, 4], id 1 (image 4) bbox [10, 10, 5, 5]")]
     else:
