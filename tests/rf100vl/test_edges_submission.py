@@ -388,3 +388,58 @@ def test_a_build_names_unscored_unlocked_and_untrained_datasets(tmp_path: Path) 
         sm.build_submission(home, "nobody-t")
     assert str(err.value) == (f"{home / 'models' / 'nobody-t.json'}: model 'nobody-t' is not registered; run "
                               "`bench campaign --model nobody-t --suite ...` first")
+
+
+def test_importing_names_the_file_and_refuses_unusable_names(tmp_path: Path) -> None:
+    home = tmp_path / "bench"
+    missing = tmp_path / "nope.json"
+    with pytest.raises(sm.SubmissionError) as err:
+        sm.import_submission(home, missing)
+    assert str(err.value) == f"{missing}: cannot read (No such file or directory); check the path"
+    garbled = tmp_path / "garbled.json"
+    garbled.write_text("{\n  oops")
+    with pytest.raises(sm.SubmissionError) as err:
+        sm.import_submission(home, garbled)
+    assert str(err.value) == (f"{garbled}: not JSON (Expecting property name enclosed in double quotes at line 2); "
+                              "fix the file")
+    dupes = _doc()
+    dupes["rf100vl"]["datasets"].append(dict(dupes["rf100vl"]["datasets"][0]))
+    bad = tmp_path / "dupes.json"
+    bad.write_text(json.dumps(dupes))
+    with pytest.raises(sm.SubmissionError) as err:
+        sm.import_submission(home, bad)
+    assert str(err.value).startswith(f"{bad}: rf100vl.datasets lists -grccs more than once")
+    for name in ("", "a/b", ".hidden"):
+        doc = _doc()
+        doc["model"]["name"] = name
+        path = tmp_path / "named.json"
+        path.write_text(json.dumps(doc))
+        with pytest.raises(sm.SubmissionError) as err:
+            sm.import_submission(home, path)
+        assert str(err.value) == f"{path}: field model.name is {name!r}; give the model a plain name", name
+    (home / "models").mkdir(parents=True)
+    (home / "models" / "ours-t.json").write_text("{}")
+    doc = _doc()
+    doc["model"]["name"] = "ours-t"
+    path = tmp_path / "ours.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(sm.SubmissionError) as err:
+        sm.import_submission(home, path)
+    assert str(err.value) == (f"{path}: model.name 'ours-t' is one of our registered models; rename the imported "
+                              "entry (e.g. add a '-published' suffix)")
+    doc["model"]["name"] = "theirs.v2"
+    path.write_text(json.dumps(doc))
+    out, sub, reasons = sm.import_submission(home, path)
+    assert out == home / "submissions" / "imported" / "theirs.v2.json" and out.read_bytes() == path.read_bytes()
+    assert reasons == [] and sub.model["name"] == "theirs.v2"
+
+
+def test_an_unknown_stated_domain_does_not_hide_the_next_ones() -> None:
+    entries = PUBLISHED["rf100vl"]["datasets"]
+    ours = sm.domain_means(entries)
+    domain = sorted(ours)[0]
+    stated = {"AAA unknown": {"datasets": 1}, domain: {**ours[domain], "datasets": ours[domain]["datasets"] + 1}}
+    assert sm._domain_mean_problems(stated, entries) == [
+        "rf100vl.domain_means.AAA unknown: no dataset of that domain in rf100vl.datasets",
+        f"rf100vl.domain_means.{domain}.datasets states {ours[domain]['datasets'] + 1} but {ours[domain]['datasets']} "
+        "datasets are listed"]
