@@ -443,3 +443,19 @@ def test_an_unknown_stated_domain_does_not_hide_the_next_ones() -> None:
         "rf100vl.domain_means.AAA unknown: no dataset of that domain in rf100vl.datasets",
         f"rf100vl.domain_means.{domain}.datasets states {ours[domain]['datasets'] + 1} but {ours[domain]['datasets']} "
         "datasets are listed"]
+
+
+def test_a_dataset_without_a_current_version_or_with_half_a_version_is_unlocked(tmp_path: Path) -> None:
+    from tests.synthetic_campaign import make_campaign
+
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=2, seed=5)
+    first, second = sorted(p.name for p in (home / "datasets").iterdir())
+    (home / "datasets" / first / "CURRENT").unlink()  # never made current (or blocked)
+    version = (home / "datasets" / second / "CURRENT").read_text()
+    (home / "datasets" / second / version / "dataset.json").unlink()  # the lock alone is not a stored version
+    doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
+                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+    assert doc["rf100vl"]["invalid_reasons"][:2] == [f"{first}: no version lock stored for the dataset",
+                                                     f"{second}: no version lock stored for the dataset"]
+    assert [r["dataset_version"] for r in doc["rf100vl"]["datasets"]] == [2, None]  # first's scored version is kept
