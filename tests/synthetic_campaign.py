@@ -26,6 +26,7 @@ from bench_assets.rf100vl.evaluation import (
     scoring_engines,
 )
 from bench_assets.rf100vl.recipes import PROTOCOL_VERSION
+from bench_assets.rf100vl.runplan import AMP_DTYPES
 
 METRICS = ("mAP50_95", "mAP50", "mAP75", "mAP_small", "mAP_medium", "mAP_large", "AR1", "AR10", "AR100",
            "AR_small", "AR_medium", "AR_large", "AR_max_det")
@@ -117,7 +118,8 @@ def write_partition(home: Path, model: SyntheticModel, recipe: Path, dataset: st
         "epochs": epochs, "epochs_done": epochs, "best_epoch": best_epoch, "valid_mAP50": min(1.0, valid_ap * 1.4),
         "valid_mAP50_95": valid_ap, "batch": {"physical": 16, "effective": 16, "accumulation": 1},
         "signature_fields": {"imgsz": 640, "protocol_version": PROTOCOL_VERSION},
-        "precision": {"amp": True, "amp_dtype": "bfloat16"}, "wall_seconds": rng.uniform(600, 7200), "resumed": False,
+        "precision": {"amp": True, "amp_dtype": AMP_DTYPES["bf16"]},  # as runplan writes it for a bf16 recipe
+        "wall_seconds": rng.uniform(600, 7200), "resumed": False,
         "data": {"train_images": lock["splits"]["train"]["num_images"], "max_annotations_per_image": 30,
                  "num_classes": 3},
         "device": {"device": "cuda", "lane": 0}, "capabilities": {"libreyolo": "1.6.0", "torch": "2.14.1"},

@@ -121,6 +121,11 @@ def load_record(datasets_dir: Path, name: str, version: str | None = None) -> Da
     )
 
 
+def version_stored(version_dir: Path) -> bool:
+    """Whether a version folder holds a placed version: its lock and its manifest both on disk."""
+    return (version_dir / LOCK_FILE).is_file() and (version_dir / MANIFEST_FILE).is_file()
+
+
 def iter_versions(datasets_dir: Path) -> list[tuple[str, str]]:
     """(name, version) of every placed version; temporary folders are skipped."""
     out = []
@@ -128,7 +133,7 @@ def iter_versions(datasets_dir: Path) -> list[tuple[str, str]]:
         return out
     for ds in sorted(p for p in datasets_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for v in sorted(p for p in ds.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            if (v / LOCK_FILE).exists() and (v / MANIFEST_FILE).exists():
+            if version_stored(v):
                 out.append((ds.name, v.name))
     return out
 

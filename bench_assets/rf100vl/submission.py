@@ -26,11 +26,11 @@ from bench_assets.platform.provenance import package_versions, source_tree
 from bench_assets.rf100vl import submission_shape as shape
 from bench_assets.rf100vl.catalog import VERSIONS_FILE, catalog_entry, data_file, load_versions
 from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU, SPLIT, current_score, predictions_path, score_path
-from bench_assets.rf100vl.lock import LOCK_FILE, roboflow_version
+from bench_assets.rf100vl.lock import roboflow_version
 from bench_assets.rf100vl.models import ModelEntry, read_entry
 from bench_assets.rf100vl.recipes import PROTOCOL_VERSION, recipe_path
 from bench_assets.rf100vl.runplan import parse_model
-from bench_assets.rf100vl.store import MANIFEST_FILE, DatasetRecord, current_version, load_record
+from bench_assets.rf100vl.store import DatasetRecord, current_version, load_record, version_stored
 from bench_assets.rf100vl.submission_schema import schema_problems
 
 SCHEMA = "va.submission.v1"
@@ -183,8 +183,7 @@ def _current_run_stats(run_dir: Path) -> dict[str, Any] | None:
 def _stored_record(datasets_dir: Path, name: str, version: str | None) -> DatasetRecord | None:
     """Version `version` of dataset `name` as stored, or None when it is not on disk (purged since it was scored, or
     a CURRENT pointer naming nothing): the build then says so in its reasons instead of failing on a missing file."""
-    vdir = datasets_dir / name / version if version else None
-    if vdir is None or not (vdir / LOCK_FILE).is_file() or not (vdir / MANIFEST_FILE).is_file():
+    if not version or not version_stored(datasets_dir / name / version):
         return None
     return load_record(datasets_dir, name, version)
 
