@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,21 @@ def command() -> str:
     exe = Path(sys.executable)
     python = ".venv/bin/python" if exe.parent == REPO / ".venv" / "bin" else str(exe)
     return shlex.join([python, shown(Path(sys.argv[0]).resolve()), *sys.argv[1:]])
+
+
+def minutes(seconds: float) -> str:
+    """26 min 02 s: how the docs write a long run's wall time."""
+    s = round(seconds)
+    return f"{s // 60} min {s % 60:02d} s"
+
+
+def git_state() -> dict[str, Any]:
+    """The checkout a run measured: HEAD and how many tracked files differ from it."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True).stdout.strip()
+
+    changed = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line]
+    return {"commit": git("rev-parse", "HEAD"), "changed_tracked_files": len(changed)}
 
 
 def write_result(path: Path, doc: dict[str, Any]) -> Path:

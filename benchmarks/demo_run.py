@@ -6,8 +6,9 @@ unless `--keep`), timed from spawn to exit, then reads the warehouse it built: e
 valid mAP50-95 of the epoch its training selected, and the per-partition training wall time.
 
 The result JSON (`--output`, default `benchmarks/results/demo_run.json`) holds the date, the machine (load average at
-the start and at the end: the machine may be shared), this command, the git commit, the wall time, bench's exit code
-and the per-dataset figures. docs/training.md quotes it and `tests/platform/test_doc_figures.py` checks the quote.
+the start and at the end: the machine may be shared), this command, the git commit (and how many tracked files
+differed from it), the wall time, bench's exit code and the per-dataset figures. docs/training.md quotes it and
+`tests/platform/test_doc_figures.py` checks the quote.
 
     .venv/bin/python benchmarks/demo_run.py
 
@@ -26,23 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _result import RESULTS, command, machine_facts, now, shown, write_result
+from _result import RESULTS, command, git_state, machine_facts, minutes, now, shown, write_result
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "yolo9-t"  # bench_assets/cli/demo.py DEMO_MODEL
-
-
-def minutes(seconds: float) -> str:
-    """3 min 02 s: how the docs write a demo's wall time."""
-    s = round(seconds)
-    return f"{s // 60} min {s % 60:02d} s"
-
-
-def _git_commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True).stdout.strip()
-    return out.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def per_dataset(warehouse: Path) -> dict[str, dict[str, Any]]:
@@ -78,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     load_end = [round(x, 2) for x in os.getloadavg()]
     datasets = per_dataset(home / "warehouse.duckdb") if (home / "warehouse.duckdb").exists() else {}
     doc = {"date": started_at, "machine": facts, "load_average_at_end": load_end, "command": command(),
-           "bench_command": "bench demo (BENCH_HOME fresh, OMP/MKL/OpenBLAS 1 thread)", "commit": _git_commit(),
+           "bench_command": "bench demo (BENCH_HOME fresh, OMP/MKL/OpenBLAS 1 thread)", "git": git_state(),
            "exit_code": proc.returncode, "wall_s": round(wall, 1), "wall": minutes(wall), "model": MODEL,
            "datasets": datasets}
     write_result(args.output, doc)

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _result import RESULTS, command, machine_facts, now, shown, write_result
+from _result import RESULTS, command, git_state, machine_facts, minutes, now, shown, write_result
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -51,12 +51,6 @@ if str(REPO) not in sys.path:
 DEFAULT_CONFIG = REPO / "configs" / "paper" / "rgb-micro.yaml"
 TARGET_WALL_S = 30 * 60  # a paper row family at its own size (docs/augbench.md); not judged on a reduced run
 LOAD_SAMPLE_S = 15.0
-
-
-def minutes(seconds: float) -> str:
-    """26 min 02 s: how the docs write a paper run's wall time."""
-    s = round(seconds)
-    return f"{s // 60} min {s % 60:02d} s"
 
 
 class LoadSampler:
@@ -97,14 +91,6 @@ def bench(argv: list[str], home: Path) -> tuple[float, int]:
         print(f"warning: bench {shlex.join(argv)} exited {r.returncode} after {wall:.0f} s (BENCH_HOME={home})",
               file=sys.stderr)
     return wall, r.returncode
-
-
-def git_state() -> dict[str, Any]:
-    def git(*a: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True).stdout.strip()
-
-    changed = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line]
-    return {"commit": git("rev-parse", "HEAD"), "changed_tracked_files": len(changed)}
 
 
 def subset_config(config: Path, transforms: list[str], home: Path) -> Path:
