@@ -726,10 +726,9 @@ def test_survivors_of_the_first_mutation_pass(tmp_path: Path) -> None:
     else:
         raise AssertionError("deep verification read past corrupt pixels")
     shutil.rmtree(root / "test")
-    try:
+    with pytest.raises(verify.DatasetInvalid) as missing:
         verify.verify_dataset(root)
-    except verify.DatasetInvalid as err:
-        assert err.root == root
+    assert missing.value.root == root
     # a category with boxes is a class even when its name is another's supercategory or it is Roboflow's 0/"none"
     named = _dataset(tmp_path / "named")
     for s in ("train", "valid", "test"):
