@@ -4,6 +4,7 @@ from the augbench dbt marts into BENCH_HOME/report/augbench/."""
 import dagster as dg
 
 from bench_assets.augbench.paper_report import render_paper_report
+from bench_assets.platform.automation import eager_until_requested
 from resources.bench_home import BenchHome
 
 MARTS = ("augbench_paper_table", "augbench_coverage", "augbench_winners", "augbench_not_measured")
@@ -11,7 +12,7 @@ MARTS = ("augbench_paper_table", "augbench_coverage", "augbench_winners", "augbe
 
 @dg.asset(key=["augbench", "paper_report"], group_name="augbench", kinds={"html", "markdown"},
           deps=[dg.AssetKey(["report", m]) for m in MARTS], pool="duckdb_writer",
-          automation_condition=dg.AutomationCondition.eager(),
+          automation_condition=eager_until_requested(),
           description="The augbench paper report: per config the paper table (transform x library items/s, fastest in "
                       "bold), speedups vs AlbumentationsX, coverage, winner counts and the cells not measured with "
                       "their reasons; paper.md, index.html and plots in BENCH_HOME/report/augbench/.")

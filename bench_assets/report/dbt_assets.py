@@ -550,11 +550,13 @@ def _asset_specs(graph: _ReportGraph) -> "list[dg.AssetSpec]":
     """One Dagster AssetSpec per dbt model: lineage, code version, column schema and relation."""
     import dagster as dg
 
+    from bench_assets.platform.automation import eager_until_requested
+
     return [
         dg.AssetSpec(
             key=dg.AssetKey(list(s["key"])), deps=[dg.AssetKey(list(d)) for d in s["deps"]],
             description=s["description"], group_name=GROUP, kinds={"dbt", "duckdb"}, code_version=s["code_version"],
-            automation_condition=dg.AutomationCondition.eager(),  # a fresh warehouse rebuilds the report
+            automation_condition=eager_until_requested(),  # a fresh warehouse rebuilds the report
             skippable=True,  # a node dbt does not build (ephemeral) yields nothing
             metadata={
                 **({"dagster/column_schema": dg.MetadataValue.table_schema(dg.TableSchema(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from bench_assets.platform.automation import eager_until_requested
 from bench_assets.platform.check_results import check_result
 from bench_assets.platform.contribution import WAREHOUSE_KEY, FamilyContribution, mart_key
 from bench_assets.platform.findings import Finding
@@ -58,7 +59,7 @@ def rendered_asset(contributions: Sequence[FamilyContribution],
 
     @dg.asset(key=["report", "rendered"], group_name="report", kinds={"html", "markdown"},
               deps=[mart_key(m) for m in marts], pool="duckdb_writer",
-              automation_condition=dg.AutomationCondition.eager(),
+              automation_condition=eager_until_requested(),
               check_specs=[dg.AssetCheckSpec(FRESH_CHECK, asset=["report", "rendered"], blocking=False,
                                              description="Every mart the pages show was built after the "
                                                          "warehouse's latest rebuild.")],

@@ -342,7 +342,9 @@ def test_the_dagster_asset_renders_into_the_home_report_dir(built: Path) -> None
     assert paper_report.asset_deps[paper_report.key] == {
         dg.AssetKey(["report", m]) for m in ("augbench_paper_table", "augbench_coverage", "augbench_winners",
                                              "augbench_not_measured")}
-    assert paper_report.automation_conditions_by_key[paper_report.key] == dg.AutomationCondition.eager()
+    from bench_assets.platform.automation import eager_until_requested
+
+    assert paper_report.automation_conditions_by_key[paper_report.key] == eager_until_requested()
     result = dg.materialize([paper_report], resources={"home": BenchHome(root=str(built))})
     assert result.success
     [mat] = [m.materialization for m in result.get_asset_materialization_events()]
