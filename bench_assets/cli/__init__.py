@@ -77,7 +77,8 @@ def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
         c = sub.add_parser(name, help=helptext)
         c.add_argument("--model", required=True, help="family-size, e.g. yolo9-t")
         c.add_argument("--suite", help="rf100vl, rf20vl or mini")
-        c.add_argument("--datasets", help="comma-separated names (a leading dash needs --datasets=-grccs)")
+        c.add_argument("--datasets", help="comma-separated names; with --suite, a part of it (a leading dash "
+                                            "needs --datasets=-grccs)")
         c.add_argument("--recipe", default="default", help="default, smoke, or a path to a recipe JSON")
         c.add_argument("--lanes", type=int, default=0, help="CPU lanes on a box without GPUs (BENCH_CPU_LANES)")
         c.add_argument("--force", action="store_true", help="retrain even when a finished run exists")

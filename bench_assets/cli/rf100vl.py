@@ -269,7 +269,13 @@ def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, s
     from bench_assets.rf100vl.sources import SourceSpec, register
     from bench_assets.rf100vl.store import current_version
 
-    names = suite_members(suite) if suite else [d for d in (datasets or "").split(",") if d]
+    chosen = [d for d in (datasets or "").split(",") if d]
+    names = suite_members(suite) if suite else chosen
+    if suite and chosen:  # a part of the suite (the model is still registered for the whole suite)
+        outside = [d for d in chosen if d not in names]
+        if outside:
+            raise ValueError(f"--datasets {','.join(outside)}: not in suite {suite}; drop them or the --suite")
+        names = chosen
     _, loaded = register_model(home, model, recipe, suite=suite, datasets=names)
     if not loaded.recipe.conformant:
         print(f"bench: recipe {loaded.path} is NOT protocol-conformant ({'; '.join(loaded.recipe.nonconformities())})"

@@ -92,3 +92,13 @@ def test_import_records_the_stated_roboflow_version(bench_home: Path, tmp_path: 
     assert r.returncode == 0, r.stderr
     assert load_record(bench_home / "datasets", "my-shapes").lock["roboflow"] == {
         "project_name": "shapes-xyz", "version_id": 4}
+
+
+def test_campaign_datasets_outside_the_suite_are_refused(bench_home: Path) -> None:
+    """--suite with --datasets runs that part of the suite (the datasets were ignored before, silently running
+    the whole suite); a name outside it is refused with the fix, before anything is registered."""
+    r = run_bench("campaign", "--model", "yolo9-t", "--suite", "mini", "--datasets", "mini-large,cable-damage",
+                  "--recipe", "smoke", home=bench_home)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--datasets cable-damage: not in suite mini; drop them or the --suite" in r.stderr
+    assert not (bench_home / "models").exists() and not (bench_home / "datasets").exists()
