@@ -42,17 +42,22 @@ def _fmt(rows: list[dict[str, Any]], keys: tuple[str, ...], n: int = 5) -> str:
 
 def selection_vs_test(warehouse: Path, tolerance: float = 0.10) -> Finding:
     """Valid (selection) and test mAP50-95 of a healthy run track within noise; a gap beyond
-    `tolerance` means evaluation differs between the two (the BatchNorm-eps bug: 0.566 vs 0.162)."""
+    `tolerance` means evaluation differs between the two (the BatchNorm-eps bug: 0.566 vs 0.162).
+    Gaps only in runs of a non-conformant recipe (the smoke recipe: 20 epochs, a few-image valid and test split)
+    are a WARN: there an unconverged model's gap is noise as often as a bug (mini-large on a Zen 3 host: valid
+    0.159, test 0.050). One conformant run beyond the tolerance makes it an ERROR."""
     rows = query(warehouse, f"""
         SELECT model, dataset, valid_mAP50_95, mAP50_95 AS test_mAP50_95,
-               abs(valid_mAP50_95 - mAP50_95) AS gap
+               abs(valid_mAP50_95 - mAP50_95) AS gap, run_recipe_conformant
         FROM ({_CURRENT}) WHERE valid_mAP50_95 IS NOT NULL AND abs(valid_mAP50_95 - mAP50_95) > ?
         ORDER BY gap DESC, model, dataset""", [tolerance])
     judged = query(warehouse, f"SELECT count(*) AS n FROM ({_CURRENT}) WHERE valid_mAP50_95 IS NOT NULL")[0]["n"]
     if rows:
-        return Finding(False, f"{len(rows)} of {judged} runs have |valid - test| mAP50-95 > {tolerance}: "
+        smoke_only = all(r["run_recipe_conformant"] is False for r in rows)
+        return Finding(False, f"{len(rows)} of {judged} runs have |valid - test| mAP50-95 > {tolerance}"
+                       + (" (all from non-conformant recipes: a warning)" if smoke_only else "") + ": "
                        + _fmt(rows, ("model", "dataset", "valid_mAP50_95", "test_mAP50_95")), rows,
-                       {"judged": judged, "tolerance": tolerance})
+                       {"judged": judged, "tolerance": tolerance}, severity="WARN" if smoke_only else "ERROR")
     return Finding(True, f"all {judged} runs have valid and test mAP50-95 within {tolerance}", [],
                    {"judged": judged, "tolerance": tolerance})
 

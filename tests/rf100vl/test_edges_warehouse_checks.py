@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from bench_assets.platform.findings import Finding
 from bench_assets.rf100vl import warehouse_checks as cc
@@ -230,10 +231,33 @@ def test_selection_vs_test_names_the_widest_gaps_first_and_counts_the_judged_run
     assert f.description == ("2 of 3 runs have |valid - test| mAP50-95 > 0.1: model=n, dataset=d1, "
                              "valid_mAP50_95=0.8750, test_mAP50_95=0.5000; model=m, dataset=d1, "
                              "valid_mAP50_95=0.5000, test_mAP50_95=0.2500")
-    assert f.rows == [{"model": "n", "dataset": "d1", "valid_mAP50_95": 0.875, "test_mAP50_95": 0.5, "gap": 0.375},
-                      {"model": "m", "dataset": "d1", "valid_mAP50_95": 0.5, "test_mAP50_95": 0.25, "gap": 0.25}]
+    assert f.rows == [{"model": "n", "dataset": "d1", "valid_mAP50_95": 0.875, "test_mAP50_95": 0.5, "gap": 0.375,
+                       "run_recipe_conformant": True},
+                      {"model": "m", "dataset": "d1", "valid_mAP50_95": 0.5, "test_mAP50_95": 0.25, "gap": 0.25,
+                       "run_recipe_conformant": True}]
+    assert f.severity == "ERROR"
     assert cc.selection_vs_test(wh, tolerance=0.375) == Finding(
         True, "all 3 runs have valid and test mAP50-95 within 0.375", [], {"judged": 3, "tolerance": 0.375})
+
+
+@pytest.mark.parametrize(("conformant", "severity"), [
+    ((False, False), "WARN"),  # every gap from a smoke (non-conformant) run: noise-prone, shown as a warning
+    ((False, True), "ERROR"),  # one conformant run beyond the tolerance is enough for an error
+    ((False, None), "ERROR"),  # a run whose conformance is unknown counts as conformant
+])
+def test_selection_vs_test_warns_only_when_every_gap_is_from_a_non_conformant_recipe(
+        tmp_path: Path, conformant: tuple[bool | None, bool | None], severity: str) -> None:
+    scores = [_score("m", "d1"), _score("m", "d2")]
+    runs = [(f"m-{d}", 0.5, None, c, None, None, "v", "f", "s") for d, c in zip(("d1", "d2"), conformant, strict=True)]
+    wh = _warehouse(tmp_path / "w.duckdb", [], [], scores, runs)
+    con = duckdb.connect(str(wh))
+    con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
+    con.execute("UPDATE scores SET mAP50_95 = 0.25")
+    con.close()
+    f = cc.selection_vs_test(wh)
+    assert f.passed is False and f.severity == severity and len(f.rows) == 2
+    smoke = " (all from non-conformant recipes: a warning)" if severity == "WARN" else ""
+    assert f.description.startswith(f"2 of 2 runs have |valid - test| mAP50-95 > 0.1{smoke}: model=m, dataset=d1")
 
 
 def _size_warehouse(path: Path, models: list[tuple], scores: dict[tuple[str, str], float]) -> Path:
