@@ -32,10 +32,13 @@ def machine_facts() -> dict[str, Any]:
                              "load_average_1m": round(load[0], 2), "load_average_5m": round(load[1], 2),
                              "load_average_15m": round(load[2], 2)}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                facts["cpu_model"] = line.split(":", 1)[1].strip()
-                break
+        first_cpu = Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
+        info = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first_cpu)}
+        if "model name" in info:
+            facts["cpu_model"] = info["model name"]
+        # The kind of host: CPU kernels (and so trained weights) differ between kinds (docs/scale-out.md)
+        facts["cpu_family_model"] = f"{info.get('cpu family', '?')}/{info.get('model', '?')}"
+        facts["cpu_avx512"] = "avx512f" in info.get("flags", "").split()
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal"):
                 facts["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
