@@ -151,7 +151,8 @@ class _CampaignScores:
     missing: list[str] = field(default_factory=list)  # datasets with no score record
     stale: list[str] = field(default_factory=list)  # scored on another version than the lock says
     hardware: dict[str, Any] = field(default_factory=dict)  # device and precision of the last run with stats
-    software: dict[str, Any] = field(default_factory=dict)
+    trained_with: dict[str, set[str]] = field(default_factory=dict)  # package -> the versions runs recorded
+    unrecorded: list[str] = field(default_factory=list)  # datasets whose run recorded no library versions
 
     def note_run_stats(self, stats: dict[str, Any]) -> None:
         """Fold in one training run's recipe conformance, device, precision and library versions."""
@@ -159,7 +160,21 @@ class _CampaignScores:
         self.nonconformities.update(stats["recipe"].get("nonconformities") or [])
         self.hardware = {"device": stats["device"]["device"],
                          "amp_dtype": (stats.get("precision") or {}).get("amp_dtype")}
-        self.software = dict(stats.get("capabilities") or {})
+        recorded = stats.get("capabilities") or {}
+        if not recorded:
+            self.unrecorded.append(str(stats.get("dataset")))
+        for package, version in recorded.items():
+            self.trained_with.setdefault(package, set()).add(str(version))
+
+
+def _software_reasons(scores: _CampaignScores) -> list[str]:
+    """A submission states one version per library: the one its runs trained with."""
+    reasons = [f"the runs trained with {package} {', '.join(sorted(versions))}: retrain so one version trained all"
+               for package, versions in sorted(scores.trained_with.items()) if len(versions) > 1]
+    if scores.unrecorded:
+        reasons.append(f"{len(scores.unrecorded)} run(s) recorded no library versions "
+                       f"({', '.join(sorted(scores.unrecorded))}): retrain them")
+    return reasons
 
 
 def _campaign_datasets(entry: ModelEntry) -> list[str]:
@@ -406,6 +421,9 @@ def _identity(model: str, scores: _CampaignScores, wanted: list[str], imgsz: int
 def _machine(scores: _CampaignScores, costs: list[dict[str, Any]], created_at: str) -> dict[str, Any]:
     """`benchmark`, `hardware`, `software`, `implementation`, `runtime`, `metadata` and the inference blocks."""
     versions = package_versions("torch", "libreyolo", "onnxruntime", "onnx", "tensorrt")
+    # What trained the weights, not what is installed where the document is built (a later upgrade would
+    # otherwise be credited with the scores); several versions are joined and named in the invalid reasons.
+    versions |= {package: " + ".join(sorted(v)) for package, v in scores.trained_with.items() if package in versions}
     software = shape.software_block(platform.python_version(), versions)
     facts = (costs[0].get("hardware") or {}) if costs else {}
     return {
@@ -433,6 +451,7 @@ def build_submission(home: Path, model: str, *, now: str | None = None,
     scores = _collect_scores(home, model, wanted)
     reasons = scores.lock_reasons + _campaign_reasons(scores, _scored_settings(scores.rows), len(wanted))
     reasons += _version_reasons(scores.rows)
+    reasons += _software_reasons(scores)
     tree = tree if tree is not None else source_tree()
     reasons += _source_tree_reasons(tree)
     created_at = now or dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -459,3 +459,35 @@ def test_a_dataset_without_a_current_version_or_with_half_a_version_is_unlocked(
     assert doc["rf100vl"]["invalid_reasons"][:2] == [f"{first}: no version lock stored for the dataset",
                                                      f"{second}: no version lock stored for the dataset"]
     assert [r["dataset_version"] for r in doc["rf100vl"]["datasets"]] == [2, None]  # first's scored version is kept
+
+
+def test_the_software_block_states_the_versions_the_runs_trained_with(tmp_path: Path) -> None:
+    """The document credits the libraries that trained the weights, not those installed where it is built; runs
+    trained with different versions, or recording none, make it invalid with the reason."""
+    from tests.rf100vl.test_warehouse_checks import _current_stats_file, _edit
+    from tests.synthetic_campaign import make_campaign
+
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=3, seed=5)
+    names = sorted(p.name for p in (home / "datasets").iterdir())
+    older = {"libreyolo": "1.5.1", "torch": "2.13.0"}  # not what this venv has (1.6.0 / 2.14.1)
+    for d in names:
+        _edit(_current_stats_file(home, "syna-t", d), lambda s: s.update(capabilities=dict(older)))
+
+    def build() -> dict[str, Any]:
+        return sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
+                                   tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+
+    doc = build()
+    assert (doc["software"]["libreyolo"], doc["software"]["torch"]) == ("1.5.1", "2.13.0")
+    assert doc["benchmark"]["libreyolo_version"] == doc["implementation"]["version"] == "1.5.1"
+    assert not [r for r in doc["rf100vl"]["invalid_reasons"] if "library versions" in r or "trained with" in r]
+
+    _edit(_current_stats_file(home, "syna-t", names[1]), lambda s: s["capabilities"].update(libreyolo="1.6.0"))
+    _edit(_current_stats_file(home, "syna-t", names[2]), lambda s: s.pop("capabilities"))
+    doc = build()
+    assert doc["software"]["libreyolo"] == "1.5.1 + 1.6.0" and doc["software"]["torch"] == "2.13.0"
+    reasons = doc["rf100vl"]["invalid_reasons"]
+    assert "the runs trained with libreyolo 1.5.1, 1.6.0: retrain so one version trained all" in reasons
+    assert f"1 run(s) recorded no library versions ({names[2]}): retrain them" in reasons
+    assert not [r for r in reasons if "trained with torch" in r]
