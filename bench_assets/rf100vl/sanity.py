@@ -227,7 +227,9 @@ def score_well_formed(partition: str, score: dict[str, Any]) -> Finding:
     parity = score.get("parity") or {}
     facts = {"mAP50_95": headline, "backend": score.get("backend"), "parity_identical": parity.get("identical"),
              "parity_total": parity.get("total"), "engines": parity.get("engines")}
-    if not isinstance(headline, int | float) or not math.isfinite(headline) or not 0 <= headline <= 1:
+    # a JSON `true` is a Python int (1): a number is a number, never a bool
+    if isinstance(headline, bool) or not isinstance(headline, int | float) or not math.isfinite(headline) \
+            or not 0 <= headline <= 1:
         return Finding(False, f"{partition}: headline mAP50-95 is {headline!r}, not an AP in [0, 1] (-1 is "
                               "pycocotools' 'undefined'); the score must not reach a table", facts=facts)
     if not parity or "identical" not in parity or "total" not in parity:
