@@ -468,7 +468,7 @@ def test_the_software_block_states_the_versions_the_runs_trained_with(tmp_path: 
     from tests.synthetic_campaign import make_campaign
 
     home = tmp_path / "bench"
-    make_campaign(home, n_models=1, n_datasets=3, seed=5)
+    make_campaign(home, n_models=1, n_datasets=4, seed=5)
     names = sorted(p.name for p in (home / "datasets").iterdir())
     older = {"libreyolo": "1.5.1", "torch": "2.13.0"}  # not what this venv has (1.6.0 / 2.14.1)
     for d in names:
@@ -484,10 +484,11 @@ def test_the_software_block_states_the_versions_the_runs_trained_with(tmp_path: 
     assert not [r for r in doc["rf100vl"]["invalid_reasons"] if "library versions" in r or "trained with" in r]
 
     _edit(_current_stats_file(home, "syna-t", names[1]), lambda s: s["capabilities"].update(libreyolo="1.6.0"))
-    _edit(_current_stats_file(home, "syna-t", names[2]), lambda s: s.pop("capabilities"))
+    for d in names[2:]:
+        _edit(_current_stats_file(home, "syna-t", d), lambda s: s.pop("capabilities"))
     doc = build()
     assert doc["software"]["libreyolo"] == "1.5.1 + 1.6.0" and doc["software"]["torch"] == "2.13.0"
     reasons = doc["rf100vl"]["invalid_reasons"]
     assert "the runs trained with libreyolo 1.5.1, 1.6.0: retrain so one version trained all" in reasons
-    assert f"1 run(s) recorded no library versions ({names[2]}): retrain them" in reasons
+    assert f"2 run(s) recorded no library versions ({names[2]}, {names[3]}): retrain them" in reasons
     assert not [r for r in reasons if "trained with torch" in r]
