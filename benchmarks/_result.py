@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench_assets.platform.provenance import first_cpu
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -32,8 +34,7 @@ def machine_facts() -> dict[str, Any]:
                              "load_average_1m": round(load[0], 2), "load_average_5m": round(load[1], 2),
                              "load_average_15m": round(load[2], 2)}
     try:
-        first_cpu = Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
-        info = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first_cpu)}
+        info = first_cpu()
         if "model name" in info:
             facts["cpu_model"] = info["model name"]
         # The kind of host: CPU kernels (and so trained weights) differ between kinds (docs/scale-out.md)

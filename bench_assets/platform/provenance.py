@@ -35,16 +35,28 @@ def package_versions(*dists: str) -> dict[str, str]:
     return out
 
 
+def first_cpu(cpuinfo: str | None = None) -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo (`model name`, `cpu family`, `model`, `flags`, ...); {} where
+    it cannot be read."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return {}
+    lines = cpuinfo.split("\n\n")[0].splitlines()
+    return {k.strip(): v.strip() for k, sep, v in (line.partition(":") for line in lines) if sep}
+
+
+def cpu_kind(info: dict[str, str] | None = None) -> str:
+    """Vendor string, family and model of the CPU ("AMD EPYC/25/1"): hosts of one kind run the same CPU kernels,
+    so they train the same weights bit for bit; other kinds need not (docs/scale-out.md)."""
+    info = first_cpu() if info is None else info
+    return "/".join(info.get(k, "?") for k in ("model name", "cpu family", "model"))
+
+
 def hardware_label(device: str) -> str:
     """What the numbers were measured on, for the result file and the consistency check."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = first_cpu().get("model name") or platform.processor() or platform.machine()
     label = f"{cpu} x{os.cpu_count()} ({platform.system()} {platform.machine()})"
     if device == "cuda":
         try:
@@ -61,13 +73,9 @@ def hardware_facts() -> dict[str, Any]:
     CUDA device (name, memory, CUDA version) when torch sees one. Reads torch only if it is already imported."""
     import sys
 
-    cpu = platform.processor() or platform.machine()
+    cpu = first_cpu().get("model name") or platform.processor() or platform.machine()
     ram_gb = None
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal:"):
                 ram_gb = round(int(line.split()[1]) / 2**20)

@@ -29,12 +29,13 @@ pytestmark = pytest.mark.slow
 # thread of a Zen 3 host; the suite's four made this file 25 min of one worker there). One partition per worker.
 DATASETS = ("mini-large", "mini-tiny")
 CAMPAIGN = ("campaign", "--model", "yolo9-t", "--datasets", ",".join(DATASETS), "--recipe", "smoke")
-# The one-box run's scores (`bench campaign --model yolo9-t --suite mini --recipe smoke --lanes 2` on a fresh home),
-# to full precision, per kind of host. Training is deterministic on one host, not across CPU kernels: the same
-# code and pins gave mini-large 0.6551 on the host of the 2026-12-02 morning (kind not recorded; mini-dense
-# 0.5728864274817553, mini-large 0.655135757047287, mini-shapes 0.4989833682862718, mini-tiny 0.04102613925052506)
-# and 0.0498 on a Zen 3 one (torch's CPU capability AVX2) that afternoon (docs/scale-out.md). On a kind not listed,
-# the module measures the one-box run itself first (a few minutes more) and prints the line to add here.
+# The one-box scores of the mini datasets (`bench campaign --model yolo9-t --suite mini --recipe smoke --lanes 2`
+# on a fresh home; each dataset trains alone, so a subset scores the same), to full precision, per kind of host.
+# Training is deterministic on one host, not across CPU kernels: the same code and pins gave mini-large 0.6551 on
+# the host of the 2026-12-02 morning (kind not recorded; mini-dense 0.5728864274817553, mini-large
+# 0.655135757047287, mini-shapes 0.4989833682862718, mini-tiny 0.04102613925052506) and 0.0498 on a Zen 3 one
+# (torch's CPU capability AVX2) that afternoon (docs/scale-out.md). On a kind not listed, the module measures the
+# one-box run itself first (a few minutes more) and prints the line to add here.
 ONE_BOX_BY_HOST: dict[str, dict[str, float]] = {
     # 2026-12-02 afternoon: `bench demo` (2 lanes) and a 1-lane campaign in fresh homes gave these, bit for bit
     "AMD EPYC/25/1/AVX2": {"mini-dense": 0.7508121986679916, "mini-large": 0.049768722986029024,
@@ -87,13 +88,12 @@ def cluster() -> Iterator[Path]:
 
 
 def host_kind() -> str:
-    """CPU vendor string, family, model and torch's CPU capability: what decides the training kernels here."""
+    """The CPU's kind and torch's CPU capability: what decides the training kernels here."""
     import torch
 
-    lines = Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()  # the first CPU
-    info = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
-    fields = [info.get(k, "?") for k in ("model name", "cpu family", "model")]
-    return "/".join([*fields, torch.backends.cpu.get_cpu_capability()])
+    from bench_assets.platform.provenance import cpu_kind
+
+    return f"{cpu_kind()}/{torch.backends.cpu.get_cpu_capability()}"
 
 
 @pytest.fixture(scope="module")
