@@ -100,6 +100,7 @@ class Config(_Open):
 class Submission(_Open):
     schema_version: str
     benchmark: dict[str, Any]
+    dataset: dict[str, Any]  # the published schema requires it, with its `split`
     model: dict[str, Any]
     config: Config
     accuracy: dict[str, float | None]
@@ -574,7 +575,7 @@ def _domain_mean_problems(stated_means: dict[str, dict[str, Any]], entries: list
 def _leaderboard_reasons(sub: Submission, n_datasets: int) -> list[str]:
     """Why a well-formed imported file is not a valid leaderboard entry, its own stated reasons included."""
     rf = sub.rf100vl
-    split = str((getattr(sub, "dataset", None) or {}).get("split", ""))
+    split = str(sub.dataset["split"])
     reasons = protocol_reasons(split=split, n_datasets=n_datasets,
                                expected=EXPECTED_DATASETS, nms_iou=rf.protocol.nms_iou, max_det=rf.protocol.max_det)
     if abs(sub.config.conf - CONF) > 1e-9:

@@ -492,3 +492,15 @@ def test_the_software_block_states_the_versions_the_runs_trained_with(tmp_path: 
     assert "the runs trained with libreyolo 1.5.1, 1.6.0: retrain so one version trained all" in reasons
     assert f"2 run(s) recorded no library versions ({names[2]}, {names[3]}): retrain them" in reasons
     assert not [r for r in reasons if "trained with torch" in r]
+
+
+def test_a_stated_domain_mean_exactly_at_the_tolerance_passes() -> None:
+    entries = [{"dataset": d["dataset"], "mAP_50_95": 0.0, "mAP_50": 0.0} for d in PUBLISHED["rf100vl"]["datasets"]]
+    domain = sorted(sm.domain_means(entries))[0]
+    n = sm.domain_means(entries)[domain]["datasets"]
+    for field_name in ("mAP_50_95", "mAP_50"):
+        on = {domain: {"datasets": n, "mAP_50_95": 0.0, "mAP_50": 0.0, field_name: sm.MEAN_TOLERANCE}}
+        assert sm._domain_mean_problems(on, entries) == [], field_name  # |1e-4 - 0.0| is exactly the tolerance
+        over = {domain: {**on[domain], field_name: sm.MEAN_TOLERANCE * (1 + 1e-12)}}
+        assert sm._domain_mean_problems(over, entries) == [
+            f"rf100vl.domain_means.{domain}.{field_name} states 0.000100 but its datasets give 0.000000"]
