@@ -3,6 +3,10 @@ VENV := .venv
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
+# Bytecode caches on (__pycache__/, git-ignored) even where the environment sets PYTHONDONTWRITEBYTECODE (this
+# machine does): without them every bench subprocess, Dagster process and training child compiles the repo's modules
+# again and each pytest worker rewrites every test file's asserts again (docs/testing.md, "Speed of the suite").
+unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 2  # pytest-xdist workers for `make test` (the servers and training children wait a lot)
 
 .PHONY: setup demo test test-fast ui benchmarks lint mutation

@@ -2,12 +2,13 @@
 whole, with the CPU time it used and where the time went by file, written to a committed result file.
 
 Runs `python -m pytest -q -n WORKERS` from the repository root exactly as the Makefile does (the same selection, the
-same workers), with a JUnit XML report in a temp dir for the per-test times. The CPU time is user + system of the
-pytest process tree (`getrusage(RUSAGE_CHILDREN)` around it, as `/usr/bin/time` measures): the cluster test's
-servers and Celery workers are daemons reaped by init, so their CPU is not in it; the machine's busy time from
-`/proc/stat` over the run (every process, so the suite's own on an otherwise idle machine) includes them. Per-file
-seconds are the sum of the file's test times (setup, call and teardown; a module fixture's setup is counted on the
-file's first test) on the worker that ran it: the file's share of one worker, not of the machine.
+same workers, the same environment: one thread per native pool, bytecode caches on), with a JUnit XML report in a
+temp dir for the per-test times. The CPU time is user + system of the pytest process tree
+(`getrusage(RUSAGE_CHILDREN)` around it, as `/usr/bin/time` measures): the cluster test's servers and Celery workers
+are daemons reaped by init, so their CPU is not in it; the machine's busy time from `/proc/stat` over the run (every
+process, so the suite's own on an otherwise idle machine) includes them. Per-file seconds are the sum of the file's
+test times (setup, call and teardown; a module fixture's setup is counted on the file's first test) on the worker
+that ran it: the file's share of one worker, not of the machine.
 
 The result JSON (`benchmarks/results/suite_time.json`, `suite_time_fast.json` with `--fast`) holds the date, the
 machine (load average at the start and at the end: a shared machine slows the run), this command, the git commit, the
@@ -99,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     output = args.output or RESULTS / ("suite_time_fast.json" if args.fast else "suite_time.json")
 
     started_at, facts = now(), machine_facts()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # as make
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as the Makefile
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
         junit = Path(tmp) / "junit.xml"
         before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy_s()
@@ -118,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_at_end_1m": round(end_load[0], 2), "command": command(), "git": git_state(),
         "selection": f"make test-fast (-m '{FAST_SELECTION}')" if args.fast else "make test (the whole suite)",
         "workers": args.workers, "pytest_exit_code": code,
-        "wall": minutes(wall), "cpu": minutes(cpu), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_wall": round(cpu / wall, 2),
+        "wall": minutes(wall), "cpu": minutes(cpu), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+        "cpu_per_wall": round(cpu / wall, 2),
         "machine_busy_s": None if busy_before is None or busy_after is None else round(busy_after - busy_before, 1),
         **found,
     }
