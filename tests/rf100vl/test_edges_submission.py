@@ -283,6 +283,9 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
 
     home = tmp_path / "bench"
     make_campaign(home, n_models=1, n_datasets=2, seed=5)
+    run = home / "runs" / "syna-t" / "13-lkc01"  # its training was resumed (from a last.pt)
+    stats_file = run / (run / "CURRENT").read_text().strip() / "stats.json"
+    stats_file.write_text(json.dumps({**json.loads(stats_file.read_text()), "resumed": True}))
     tree = {"commit": "1" * 40, "dirty": False, "changed_files": []}
     doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z", tree=tree)
     rows = doc["rf100vl"]["datasets"]
@@ -295,7 +298,7 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
             "dataset": d, "num_images": score["num_images"], "num_classes": stats["data"]["num_classes"],
             "dataset_version": entry.version_id, "weights": stats["best_checkpoint"],
             "weights_sha256": pin["weights_sha256"], "result_file": str(score_file), "predictions_file": str(pred_file),
-            "resumed_from_cache": False, "wall_seconds": stats["wall_seconds"], "mAP_50": m["mAP50"],
+            "resumed_from_cache": d == "13-lkc01", "wall_seconds": stats["wall_seconds"], "mAP_50": m["mAP50"],
             "mAP_50_95": m["mAP50_95"], "mAP_75": m["mAP75"], "AR100": m["AR100"], "AR_max_det": m["AR_max_det"],
             "domain": entry.domain, "dataset_content_version": score["dataset_version"],
             "image_id_sha256": pin["image_ids_sha256"], "best_epoch": stats["best_epoch"],
@@ -357,33 +360,38 @@ def test_a_build_names_unscored_unlocked_and_untrained_datasets(tmp_path: Path) 
     from tests.synthetic_campaign import make_campaign
 
     home = tmp_path / "bench"
-    make_campaign(home, n_models=1, n_datasets=3, seed=5)
-    first, second, third = sorted(p.name for p in (home / "datasets").iterdir())
-    shutil.rmtree(home / "eval" / "syna-t" / third)  # never predicted nor scored
-    version = (home / "datasets" / second / "CURRENT").read_text()
-    shutil.rmtree(home / "datasets" / second / version)  # purged after it was scored: CURRENT names nothing stored
-    (home / "runs" / "syna-t" / first / "CURRENT").unlink()  # scored, but the run's stats are gone
+    make_campaign(home, n_models=1, n_datasets=4, seed=5)
+    unscored, unlocked, no_pointer, no_stats = sorted(p.name for p in (home / "datasets").iterdir())
+    shutil.rmtree(home / "eval" / "syna-t" / unscored)  # never predicted nor scored; first, so the rest still count
+    version = (home / "datasets" / unlocked / "CURRENT").read_text()
+    shutil.rmtree(home / "datasets" / unlocked / version)  # purged after it was scored: CURRENT names nothing stored
+    (home / "runs" / "syna-t" / no_pointer / "CURRENT").unlink()  # scored, but the run's pointer is gone
+    run = home / "runs" / "syna-t" / no_stats
+    (run / (run / "CURRENT").read_text().strip() / "stats.json").unlink()  # the pointer names a run without stats
     doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
-                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+                              tree={"commit": None, "dirty": None, "changed_files": []})  # not a git checkout
+    assert (doc["repro"]["harness_commit"], doc["repro"]["harness_dirty"]) == ("unknown", None)
     rf = doc["rf100vl"]
-    assert [r["dataset"] for r in rf["datasets"]] == [first, second] and rf["skipped_datasets"] == [third]
-    entry = catalog_entry(second)
-    assert rf["invalid_reasons"][:4] == [
-        f"{second}: no version lock stored for the dataset",
-        "2 datasets scored, the leaderboard requires exactly 100",
-        f"1 of the campaign's 3 datasets have no score: {third}",
-        f"{second}: the Roboflow version of the scored data is unknown (not fetched through the rf100vl package); the "
-        f"versions lock names {entry.project_name} version {entry.version_id}"]
+    assert [r["dataset"] for r in rf["datasets"]] == [unlocked, no_pointer, no_stats]
+    assert rf["skipped_datasets"] == [unscored]
+    entry = catalog_entry(unlocked)
+    assert rf["invalid_reasons"][:5] == [
+        f"{unlocked}: no version lock stored for the dataset",
+        "3 datasets scored, the leaderboard requires exactly 100",
+        f"1 of the campaign's 4 datasets have no score: {unscored}",
+        f"{unlocked}: the Roboflow version of the scored data is unknown (not fetched through the rf100vl package); "
+        f"the versions lock names {entry.project_name} version {entry.version_id}",
+        "source tree commit unknown (not a git checkout); the run is not reproducible"]
     # and the published shape's own complaints: no integer Roboflow version for the purged one, ...
-    shape = rf["invalid_reasons"][4:]
+    shape = rf["invalid_reasons"][5:]
     assert shape and all(r.startswith("not in the published shape: ") for r in shape), shape
-    assert "not in the published shape: rf100vl.datasets.1.dataset_version: None is not of type 'integer'" in shape
-    assert rf["datasets"][1]["dataset_version"] is None
-    untrained = rf["datasets"][0]
-    assert {k: untrained[k] for k in ("num_classes", "weights", "resumed_from_cache", "wall_seconds", "best_epoch",
-                                      "valid_mAP_50_95")} == {"num_classes": None, "weights": "",
-                                                              "resumed_from_cache": False, "wall_seconds": None,
-                                                              "best_epoch": None, "valid_mAP_50_95": None}
+    assert "not in the published shape: rf100vl.datasets.0.dataset_version: None is not of type 'integer'" in shape
+    assert rf["datasets"][0]["dataset_version"] is None
+    for untrained in rf["datasets"][1:]:
+        assert {k: untrained[k] for k in ("num_classes", "weights", "resumed_from_cache", "wall_seconds", "best_epoch",
+                                          "valid_mAP_50_95")} == {"num_classes": None, "weights": "",
+                                                                  "resumed_from_cache": False, "wall_seconds": None,
+                                                                  "best_epoch": None, "valid_mAP_50_95": None}
     with pytest.raises(sm.SubmissionError) as err:
         sm.build_submission(home, "nobody-t")
     assert str(err.value) == (f"{home / 'models' / 'nobody-t.json'}: model 'nobody-t' is not registered; run "
@@ -504,3 +512,15 @@ def test_a_stated_domain_mean_exactly_at_the_tolerance_passes() -> None:
         over = {domain: {**on[domain], field_name: sm.MEAN_TOLERANCE * (1 + 1e-12)}}
         assert sm._domain_mean_problems(over, entries) == [
             f"rf100vl.domain_means.{domain}.{field_name} states 0.000100 but its datasets give 0.000000"]
+
+
+def test_a_stated_headline_exactly_at_the_tolerance_passes() -> None:
+    for field_name in sm.MEAN_CHECKED:
+        doc = _doc()
+        for d in doc["rf100vl"]["datasets"]:
+            d.update({f: 0.0 for f in sm.MEAN_CHECKED})
+        doc["accuracy"].update({f: 0.0 for f in sm.MEAN_CHECKED}, **{field_name: sm.MEAN_TOLERANCE})
+        assert sm._accuracy_problems(sm._parse_submission(doc, "f.json")) == [], field_name  # exactly on: passes
+        doc["accuracy"][field_name] = sm.MEAN_TOLERANCE * (1 + 1e-12)
+        assert sm._accuracy_problems(sm._parse_submission(doc, "f.json")) == [
+            f"accuracy.{field_name} states 0.000100 but the mean over its 100 datasets is 0.000000"]
