@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bench_assets.rf100vl import submission as sm
+from bench_assets.rf100vl import submission_shape as shape
 
 # A leaderboard entry in the existing harness's published shape (tests/rf100vl/published/): every edit starts from it.
 PUBLISHED = json.loads((Path(__file__).resolve().parent / "published" / "yolov9-t.published.json").read_text())
@@ -339,9 +340,11 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
     assert repro["dataset"]["versions"]["datasets"] == {
         r["dataset"]: {"project_name": catalog_entry(r["dataset"]).project_name, "version_id": r["dataset_version"]}
         for r in rows}
-    assert repro["weights"]["datasets"] == [
-        {"dataset": r["dataset"], "file": r["weights"], "sha256": r["weights_sha256"],
-         "source": "per-dataset-finetuned"} for r in rows]
+    weights = [{"dataset": r["dataset"], "file": r["weights"], "sha256": r["weights_sha256"],
+                "source": "per-dataset-finetuned"} for r in rows]
+    assert repro["weights"] == {"file": "per-dataset checkpoints", "sha256": shape.weights_identity(weights),
+                                "source": "fine-tuned", "identity_scheme": shape.WEIGHTS_IDENTITY_SCHEME,
+                                "datasets": weights}
     versions_csv = Path(sm.__file__).parent / "data" / "rf100vl_versions.csv"
     rf = doc["rf100vl"]
     assert {k: v for k, v in rf.items() if k not in ("datasets", "content_versions_sha256", "domain_means")} == {
@@ -524,3 +527,51 @@ def test_a_stated_headline_exactly_at_the_tolerance_passes() -> None:
         doc["accuracy"][field_name] = sm.MEAN_TOLERANCE * (1 + 1e-12)
         assert sm._accuracy_problems(sm._parse_submission(doc, "f.json")) == [
             f"accuracy.{field_name} states 0.000100 but the mean over its 100 datasets is 0.000000"]
+
+
+def test_the_domain_manifest_names_the_rf100vl_package_or_falls_back_to_the_catalogue(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the domains come from: the rf100vl package's category file when it is installed (a stand-in package
+    with its dist-info here), our catalogue when it is not."""
+    import hashlib
+    import importlib
+    import sys
+
+    from bench_assets.rf100vl.catalog import data_file
+
+    monkeypatch.setitem(sys.modules, "rf100vl", None)  # not importable, whatever this venv holds
+    catalogue = hashlib.sha256(data_file("data/rf100vl_datasets.csv").read_bytes()).hexdigest()
+    assert sm._domain_manifest() == {"file": "bench_assets/rf100vl/data/rf100vl_datasets.csv", "sha256": catalogue,
+                                     "source": {**shape.DOMAIN_SOURCE, "commit": "unknown"}}
+    monkeypatch.delitem(sys.modules, "rf100vl")
+    site = tmp_path / "site"
+    (site / "rf100vl" / "assets").mkdir(parents=True)
+    (site / "rf100vl" / "__init__.py").write_text("")
+    asset = site / "rf100vl" / "assets" / "dataset_name_to_category.json"
+    asset.write_text(json.dumps({"aerial-pool": "Aerial"}))
+    (site / "rf100vl-9.8.7.dist-info").mkdir()
+    (site / "rf100vl-9.8.7.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: rf100vl\nVersion: 9.8.7\n")
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    try:
+        assert sm._domain_manifest() == {
+            "file": "rf100vl/assets/dataset_name_to_category.json",
+            "sha256": hashlib.sha256(asset.read_bytes()).hexdigest(),
+            "source": {**shape.DOMAIN_SOURCE, "commit": "rf100vl==9.8.7 (PyPI)"}}
+    finally:
+        sys.modules.pop("rf100vl", None)
+
+
+def test_scores_of_two_recipes_state_both_hashes(tmp_path: Path) -> None:
+    from tests.synthetic_campaign import make_campaign
+
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=2, seed=5)
+    _, score, score_file, _ = _files(home, "13-lkc01")
+    first = score["prediction_inputs"]["recipe_sha256"]
+    score["prediction_inputs"]["recipe_sha256"] = "0" * 64  # predicted with another recipe's checkpoint
+    score_file.write_text(json.dumps(score))
+    doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
+                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+    both = ",".join(sorted([first, "0" * 64]))
+    assert doc["repro"]["recipe"]["sha256"] == doc["rf100vl"]["recipe_sha256"] == both
