@@ -258,6 +258,15 @@ def _demo_run(r: dict[str, Any]) -> list[str]:
             f"{scores}; load average {r['machine']['load_average_1m']:.2f} at the start |"]
 
 
+def _suite_time(r: dict[str, Any]) -> list[str]:
+    """docs/testing.md's row for the suite's timing (benchmarks/suite_time.py) and its five slowest files."""
+    o, busy = r["outcomes"], r["machine_busy_s"]
+    return [f"| `{r['command']}` | {r['tests']} tests: {o['passed']} passed, {o['failed']} failed, {o['errors']} errors, "
+            f"{o['skipped']} skipped | {r['wall']} | {r['cpu']} | "
+            f"{'-' if busy is None else f'{busy:.0f} s'} | {r['machine']['load_average_1m']:.2f} |",
+            "; ".join(f"`{f['file']}` {f['seconds']:.0f} s" for f in r["files"][:5])]
+
+
 # (doc, result file, what the doc must quote from it)
 QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_overhead.json", _cluster),
@@ -280,6 +289,8 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("benchmarks/README.md", "scoring_speed.json", _scoring_table),
     ("docs/training.md", "scoring_speed.json", _scoring_summary),
     ("docs/training.md", "demo_run.json", _demo_run),
+    ("docs/testing.md", "suite_time.json", _suite_time),
+    ("docs/testing.md", "suite_time_fast.json", _suite_time),
     ("benchmarks/README.md", "augbench_overhead.json", _overhead_table),
     ("docs/augbench.md", "augbench_overhead.json", _overhead_summary),
     ("docs/augbench.md", "paper_run_rgb-micro.json", _paper_run),
