@@ -261,8 +261,8 @@ def _demo_run(r: dict[str, Any]) -> list[str]:
 def _suite_time(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's row for the suite's timing (benchmarks/suite_time.py) and its five slowest files."""
     o, busy = r["outcomes"], r["machine_busy_s"]
-    return [f"| `{r['command']}` | {r['tests']} tests: {o['passed']} passed, {o['failed']} failed, {o['errors']} errors, "
-            f"{o['skipped']} skipped | {r['wall']} | {r['cpu']} | "
+    return [f"| `{r['command']}` | {r['tests']} tests: {o['passed']} passed, {o['failed']} failed, "
+            f"{o['errors']} errors, {o['skipped']} skipped | {r['wall']} | {r['cpu']} | "
             f"{'-' if busy is None else f'{busy:.0f} s'} | {r['machine']['load_average_1m']:.2f} |",
             "; ".join(f"`{f['file']}` {f['seconds']:.0f} s" for f in r["files"][:5])]
 
