@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench_assets.platform.fsutil import canonical_json_sha256
 from bench_assets.rf100vl import submission as sm
 from bench_assets.rf100vl import submission_shape as shape
 
@@ -354,6 +355,10 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
         "per_dataset_results_dir": str(home / "eval" / "syna-t"), "valid_submission": False,
         "invalid_reasons": ["2 datasets scored, the leaderboard requires exactly 100"], "skipped_datasets": []}
     assert rf["domain_means"] == sm.domain_means(rows)
+    assert rf["content_versions_sha256"] == canonical_json_sha256(
+        {r["dataset"]: r["dataset_content_version"] for r in rows})
+    assert doc["submission_id"] == shape.submission_id(doc["model"], doc["runtime"], doc["hardware"],
+                                                       "2026-12-02T03:04:05Z")
 
 
 def test_a_build_names_unscored_unlocked_and_untrained_datasets(tmp_path: Path) -> None:
@@ -575,3 +580,67 @@ def test_scores_of_two_recipes_state_both_hashes(tmp_path: Path) -> None:
                               tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
     both = ",".join(sorted([first, "0" * 64]))
     assert doc["repro"]["recipe"]["sha256"] == doc["rf100vl"]["recipe_sha256"] == both
+
+
+def test_small_helpers_at_their_edges() -> None:
+    assert sm.domain_of("no-such-dataset") == sm.NOT_IN_CATALOG
+    assert sm._mean([None, -1.0]) is None  # nothing defined: no mean, not an error
+    rows = [_row("no-such-dataset", dataset_version=None), _row("aerial-pool", dataset_version=None)]
+    # a dataset outside the catalogue has no lock entry to compare with; the next one is still judged
+    assert [r.split(":")[0] for r in sm._version_reasons(rows)] == ["aerial-pool"]
+
+
+def test_the_machine_blocks_name_every_package_the_first_cost_and_the_device(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packages not installed here are written "not-installed"; stand-in dist-infos show each is looked up by its
+    own name. The hardware is the first measured cost's; without costs there are no inference blocks, and a
+    campaign whose runs recorded no device is on the CPU."""
+    import importlib
+    import platform
+
+    site = tmp_path / "site"
+    stand_ins = {"onnxruntime": "1.2.3", "onnx": "4.5.6", "tensorrt": "7.8.9"}
+    for name, version in stand_ins.items():
+        (site / f"{name}-{version}.dist-info").mkdir(parents=True)
+        (site / f"{name}-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    scores = sm._CampaignScores()
+    block = sm._machine(scores, [], "2026-12-02T03:04:05Z")
+    assert {k: block["software"][k] for k in ("python", *stand_ins)} == {"python": platform.python_version(),
+                                                                         **stand_ins}
+    assert block["runtime"] == {"format": "pytorch", "precision": "fp32", "provider": "cpu", "device": "cpu"}
+    assert block["hardware"] == shape.hardware_block({})
+    assert not {"timing", "throughput", "model_stats", "memory"} & set(block)
+    first = {"hardware": {"gpu": "NVIDIA A100", "cpu": "first"}}
+    second = {"hardware": {"gpu": "NVIDIA H200", "cpu": "second"}}
+    cost = {"total_ms": dict.fromkeys(("mean", "std", "p50", "p95", "p99"), 1.0), "num_images": 1,
+            "peak_vram_mb": None, "params_millions": 1.0, "gflops": 1.0, "peak_ram_mb": 1.0}
+    timed = sm._machine(scores, [{**cost, **first}, {**cost, **second}], "2026-12-02T03:04:05Z")
+    assert timed["hardware"] == shape.hardware_block(first["hardware"])
+    assert timed["timing"]["num_images"] == 2
+
+
+def test_a_build_without_a_clock_or_tree_reads_utc_now_and_this_checkout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime as dt
+    import time
+
+    from bench_assets.platform.provenance import source_tree
+    from tests.synthetic_campaign import make_campaign
+
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=1, seed=5)
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # local time 9 h from UTC: the stamp must be UTC
+    time.tzset()
+    try:
+        before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        doc = sm.build_submission(home, "syna-t")
+        after = dt.datetime.now(dt.UTC)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    stamp = dt.datetime.strptime(doc["created_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    assert before <= stamp <= after, (before, doc["created_at"], after)
+    assert doc["repro"]["bench"]["source_tree"] == source_tree()
