@@ -47,13 +47,6 @@ def first_cpu(cpuinfo: str | None = None) -> dict[str, str]:
     return {k.strip(): v.strip() for k, sep, v in (line.partition(":") for line in lines) if sep}
 
 
-def cpu_kind(info: dict[str, str] | None = None) -> str:
-    """Vendor string, family and model of the CPU ("AMD EPYC/25/1"): hosts of one kind run the same CPU kernels,
-    so they train the same weights bit for bit; other kinds need not (docs/scale-out.md)."""
-    info = first_cpu() if info is None else info
-    return "/".join(info.get(k, "?") for k in ("model name", "cpu family", "model"))
-
-
 def hardware_label(device: str) -> str:
     """What the numbers were measured on, for the result file and the consistency check."""
     cpu = first_cpu().get("model name") or platform.processor() or platform.machine()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench_assets.platform.provenance import cpu_kind, first_cpu
+from bench_assets.platform.provenance import first_cpu
 
 # The layout the Linux kernel writes (two processors, fields abridged; values from a 2-core Zen 3 guest)
 CPUINFO = """processor\t: 0
@@ -26,8 +26,3 @@ def test_first_cpu_reads_the_first_processor_only() -> None:
     assert info["model name"] == "AMD EPYC" and info["model"] == "1" and info["cpu family"] == "25"
     assert "avx512f" not in info["flags"].split() and "avx2" in info["flags"].split()
     assert first_cpu("") == {} and first_cpu("no colon here\n") == {}
-
-
-def test_cpu_kind_names_vendor_string_family_and_model() -> None:
-    assert cpu_kind(first_cpu(CPUINFO)) == "AMD EPYC/25/1"
-    assert cpu_kind({}) == "?/?/?"

@@ -534,6 +534,13 @@ def test_a_stated_headline_exactly_at_the_tolerance_passes() -> None:
             f"accuracy.{field_name} states 0.000100 but the mean over its 100 datasets is 0.000000"]
 
 
+
+def _stand_in_dist(site: Path, name: str, version: str) -> None:
+    """An installed distribution's metadata as `importlib.metadata` finds it on sys.path (no code needed)."""
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
 def test_the_domain_manifest_names_the_rf100vl_package_or_falls_back_to_the_catalogue(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the domains come from: the rf100vl package's category file when it is installed (a stand-in package
@@ -554,8 +561,7 @@ def test_the_domain_manifest_names_the_rf100vl_package_or_falls_back_to_the_cata
     (site / "rf100vl" / "__init__.py").write_text("")
     asset = site / "rf100vl" / "assets" / "dataset_name_to_category.json"
     asset.write_text(json.dumps({"aerial-pool": "Aerial"}))
-    (site / "rf100vl-9.8.7.dist-info").mkdir()
-    (site / "rf100vl-9.8.7.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: rf100vl\nVersion: 9.8.7\n")
+    _stand_in_dist(site, "rf100vl", "9.8.7")
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
     try:
@@ -601,9 +607,7 @@ def test_the_machine_blocks_name_every_package_the_first_cost_and_the_device(
     site = tmp_path / "site"
     stand_ins = {"onnxruntime": "1.2.3", "onnx": "4.5.6", "tensorrt": "7.8.9"}
     for name, version in stand_ins.items():
-        (site / f"{name}-{version}.dist-info").mkdir(parents=True)
-        (site / f"{name}-{version}.dist-info" / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        _stand_in_dist(site, name, version)
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
     scores = sm._CampaignScores()
