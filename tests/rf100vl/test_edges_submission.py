@@ -648,3 +648,39 @@ def test_a_build_without_a_clock_or_tree_reads_utc_now_and_this_checkout(
     stamp = dt.datetime.strptime(doc["created_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
     assert before <= stamp <= after, (before, doc["created_at"], after)
     assert doc["repro"]["bench"]["source_tree"] == source_tree()
+
+
+def test_a_build_states_a_registered_recipe_name_by_its_file_and_has_the_published_keys(
+        tmp_path: Path) -> None:
+    """A model registered with a recipe name (`--recipe smoke`, not a file) states the file that name resolves to
+    for the model's family; the document has the published entry's keys plus `bench`, and starts as it does."""
+    from bench_assets.rf100vl.recipes import RECIPES_DIR
+    from tests.synthetic_campaign import make_campaign
+
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=1, seed=5)
+    entry_file = home / "models" / "syna-t.json"
+    entry_file.write_text(json.dumps({**json.loads(entry_file.read_text()), "recipe": "smoke"}))
+    doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
+                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+    assert doc["repro"]["recipe"]["file"] == str(RECIPES_DIR / "smoke" / "syna.json")
+    assert doc["bench"]["recipe_variant"] == "smoke"
+    assert sorted(doc) == sorted([*PUBLISHED, "bench"])
+    assert list(doc)[:3] == list(PUBLISHED)[:3] == ["schema_version", "submission_id", "created_at"]
+
+
+def test_a_build_with_no_scored_dataset_is_a_document_that_says_so(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.synthetic_campaign import make_campaign
+
+    home = tmp_path / "bench"
+    make_campaign(home, n_models=1, n_datasets=2, seed=5)
+    shutil.rmtree(home / "eval" / "syna-t")  # trained, never scored
+    doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
+                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+    rf = doc["rf100vl"]
+    assert rf["datasets"] == [] and len(rf["skipped_datasets"]) == 2
+    assert rf["valid_submission"] is False
+    assert "0 datasets scored, the leaderboard requires exactly 100" in rf["invalid_reasons"]
+    assert doc["config"]["input_size"] is None  # no scored run states an image size
