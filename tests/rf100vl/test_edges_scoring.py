@@ -2,6 +2,7 @@
 docs/testing.md "Mutation testing")."""
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -149,3 +150,100 @@ def test_reading_a_detections_file_names_the_way_it_failed(tmp_path) -> None:  #
     assert scoring.empty_predictions_warning("p.json", 7) == (
         "p.json: the predictions list is empty, so every metric is 0.0 on the 7 image(s); if the model should have "
         "found objects, check the prediction step's log and its output file")
+
+
+# --- validate_gt: every refusal word for word, and the fast path agreeing with the slow one ----------------------
+
+
+def _gt(**changes: Any) -> dict[str, Any]:
+    """Two images, one category, two clean annotations; `changes` edit the second annotation."""
+    gt = {"images": [{"id": 1, "width": 10, "height": 10}, {"id": 2, "width": 10, "height": 10}],
+          "categories": [{"id": 1, "name": "a"}],
+          "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2], "area": 4, "iscrowd": 0},
+                          {"id": 2, "image_id": 2, "category_id": 1, "bbox": [0, 0, 3, 3], "area": 9, "iscrowd": 0}]}
+    gt["annotations"][1].update(changes)
+    return gt
+
+
+_BOX = "annotations[].bbox: 1 boxes are not [x, y, w, h] with finite numbers and w, h >= 0 (annotation ids 2)"
+_AREA = ("annotations[].area: 1 annotations lack a finite area >= 0 (annotation ids 2); COCOeval sizes boxes by area; "
+         "fix: area = bbox w * h")
+_CROWD = "annotations[].iscrowd: 1 annotations have iscrowd other than 0/1 (annotation ids 2)"
+_NAN, _INF = float("nan"), float("inf")
+GT_REFUSALS = {
+    "a list": ([1], "top level is a JSON list, not a COCO object"),
+    "no images": ({"categories": [], "annotations": []},
+                  "images: missing or not a list; fix: use the canonical _annotations.coco.json"),
+    "image id a string": ({**_gt(), "images": [{"id": "1"}, {"id": 2}]}, "images[].id: 1 ids are not integers: '1'"),
+    "image id twice": ({**_gt(), "images": [{"id": 1}, {"id": 1}]}, "images[].id: duplicated ids 1"),
+    "category id twice": ({**_gt(), "categories": [{"id": 1}, {"id": 1}]}, "categories[].id: duplicated ids 1"),
+    "no image": ({**_gt(), "images": []}, "images: empty; nothing to score"),
+    "annotation not an object": ({**_gt(), "annotations": [1]}, "annotations: every entry must be a JSON object"),
+    "annotation id 0": (_gt(id=0), "annotations[].id: 1 annotation(s) have id 0 (indices 1); both COCO backends use "
+                        "the id as the match marker where 0 means 'unmatched', so such a box could never be found; "
+                        "fix: renumber annotation ids from 1 (bench's dataset verification does this)"),
+    "annotation id negative": (_gt(id=-3), "annotations[].id: 1 ids are not non-negative integers: -3"),
+    "annotation id a string": (_gt(id="2"), "annotations[].id: 1 ids are not non-negative integers: '2'"),
+    "annotation id twice": (_gt(id=1), "annotations[].id: 1 duplicated ids: 1; fix: renumber from 1"),
+    "unknown image": (_gt(image_id=9), "annotations[].image_id: 1 annotations name unknown images (annotation ids 2)"),
+    "image id as a string": (_gt(image_id="2"),
+                             "annotations[].image_id: 1 annotations name unknown images (annotation ids 2)"),
+    "unknown category": (_gt(category_id=7),
+                         "annotations[].category_id: 1 annotations name unknown categories (annotation ids 2)"),
+    "category id as a string": (_gt(category_id="1"),
+                                "annotations[].category_id: 1 annotations name unknown categories (annotation ids 2)"),
+    "box NaN": (_gt(bbox=[0, 0, _NAN, 3]), _BOX), "box x infinite": (_gt(bbox=[_INF, 0, 3, 3]), _BOX),
+    "box w negative": (_gt(bbox=[0, 0, -1, 3]), _BOX), "box h negative": (_gt(bbox=[0, 0, 3, -1]), _BOX),
+    "box w just negative": (_gt(bbox=[0, 0, -1e-9, 3]), _BOX), "box three numbers": (_gt(bbox=[0, 0, 3]), _BOX),
+    "area missing": (_gt(area=None), _AREA), "area NaN": (_gt(area=_NAN), _AREA),
+    "area negative": (_gt(area=-1), _AREA),
+    "iscrowd 2": (_gt(iscrowd=2), _CROWD), "iscrowd true": (_gt(iscrowd=True), _CROWD),
+    "iscrowd 1.0": (_gt(iscrowd=1.0), _CROWD),
+}
+GT_ACCEPTED = {"zero width": _gt(bbox=[0, 0, 0, 3], area=0), "zero height": _gt(bbox=[0, 0, 3, 0], area=0),
+               "half a pixel": _gt(bbox=[0, 0, 0.5, 0.5], area=0.25), "crowd": _gt(iscrowd=1),
+               "no iscrowd key": {**_gt(), "annotations": [{k: v for k, v in a.items() if k != "iscrowd"}
+                                                           for a in _gt()["annotations"]]},
+               "no annotation": {**_gt(), "annotations": []}, "float coordinates": _gt(bbox=[0.25, 0.5, 3.0, 3.5])}
+
+
+@pytest.mark.parametrize("case", list(GT_REFUSALS))
+def test_validate_gt_names_each_defect_word_for_word(case: str) -> None:
+    gt, problem = GT_REFUSALS[case]
+    with pytest.raises(scoring.GroundTruthInvalid) as err:
+        scoring.validate_gt(gt, source="gt.json")
+    assert err.value.problems == [problem]
+    assert str(err.value) == f"gt.json: invalid ground truth: {problem}"
+    if problem.startswith("annotations[]"):
+        image_ids, cat_ids = scoring._gt_index(gt)  # reached the annotation checks: the fast path must say no
+        assert scoring._annotations_clean(gt["annotations"], image_ids, cat_ids) is False
+
+
+@pytest.mark.parametrize("case", list(GT_ACCEPTED))
+def test_validate_gt_accepts_boxes_and_crowds_at_their_bounds(case: str) -> None:
+    gt = GT_ACCEPTED[case]
+    assert scoring.validate_gt(gt) is gt
+    image_ids, cat_ids = scoring._gt_index(gt)
+    assert scoring._annotations_clean(gt["annotations"], image_ids, cat_ids) is True
+    anns = gt["annotations"]
+    assert (scoring._annotation_id_problems(anns) + scoring._annotation_reference_problems(anns, image_ids, cat_ids)
+            + scoring._annotation_box_problems(anns) + scoring._annotation_crowd_problems(anns)) == []
+
+
+def test_validate_gt_lists_every_defect_of_a_document_with_many() -> None:
+    gt = _gt()
+    gt["annotations"] += [{"id": i, "image_id": 1, "category_id": 1, "bbox": [0, 0, -1, 1], "area": -1, "iscrowd": 3}
+                          for i in range(3, 10)]
+    gt["annotations"].append({"id": 3, "image_id": 5, "category_id": 4, "bbox": [0, 0, 1, 1], "area": 1})
+    with pytest.raises(scoring.GroundTruthInvalid) as err:
+        scoring.validate_gt(gt, source="gt.json")
+    assert err.value.problems == [
+        "annotations[].id: 1 duplicated ids: 3; fix: renumber from 1",
+        "annotations[].image_id: 1 annotations name unknown images (annotation ids 3)",
+        "annotations[].category_id: 1 annotations name unknown categories (annotation ids 3)",
+        "annotations[].bbox: 7 boxes are not [x, y, w, h] with finite numbers and w, h >= 0 (annotation ids 3, 4, 5, "
+        "6, 7 (+2 more))",
+        "annotations[].area: 7 annotations lack a finite area >= 0 (annotation ids 3, 4, 5, 6, 7 (+2 more)); COCOeval "
+        "sizes boxes by area; fix: area = bbox w * h",
+        "annotations[].iscrowd: 7 annotations have iscrowd other than 0/1 (annotation ids 3, 4, 5, 6, 7 (+2 more))"]
+    assert str(err.value).startswith("gt.json: invalid ground truth (6 problem(s)):\n  - annotations[].id: ")
