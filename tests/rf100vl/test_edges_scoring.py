@@ -247,3 +247,32 @@ def test_validate_gt_lists_every_defect_of_a_document_with_many() -> None:
         "sizes boxes by area; fix: area = bbox w * h",
         "annotations[].iscrowd: 7 annotations have iscrowd other than 0/1 (annotation ids 3, 4, 5, 6, 7 (+2 more))"]
     assert str(err.value).startswith("gt.json: invalid ground truth (6 problem(s)):\n  - annotations[].id: ")
+
+
+def test_array_parity_counts_cells_differences_and_shape_mismatches_per_array() -> None:
+    names = scoring.PARITY_ARRAYS
+    a = {n: np.zeros((2, 3)) for n in names}
+    b = {n: np.zeros((2, 3)) for n in names}
+    first, second, *rest = names
+    a[first] = np.array([[0.0, 0.5, np.nan], [1.0, -1.0, 0.25]])
+    b[first] = np.array([[0.0, 0.75, 0.0], [1.0, -1.0, 0.25]])
+    a[second], b[second] = np.zeros((2, 3)), np.zeros((4, 5))  # a shape mismatch: every cell of the larger differs
+    out = scoring._array_parity(a, b, 0.1)
+    assert list(out) == list(names)
+    assert out[first]["cells"] == 6 and out[first]["differing"] == 2  # 0.25 off and a NaN
+    assert np.isnan(out[first]["max_abs_deviation"])  # a NaN cell: the largest deviation is unknown, never 0.25
+    assert out[second] == {"cells": 20, "differing": 20, "max_abs_deviation": float("inf")}
+    assert scoring._array_parity(b, a, 0.1)[second] == {"cells": 20, "differing": 20, "max_abs_deviation": float("inf")}
+    for n in rest:
+        assert out[n] == {"cells": 6, "differing": 0, "max_abs_deviation": 0.0}
+    ints = {n: np.array([[1, 2], [3, 4]]) for n in names}  # integer arrays: compared as floats
+    shifted = {n: np.array([[1, 2], [3, 5]]) for n in names}
+    assert scoring._array_parity(ints, shifted, 0.5)[first] == {"cells": 4, "differing": 1, "max_abs_deviation": 1.0}
+    assert scoring._array_parity(shifted, ints, 0.5)[first] == {"cells": 4, "differing": 1, "max_abs_deviation": 1.0}
+    uints = {n: np.array([3], dtype=np.uint8) for n in names}
+    assert scoring._array_parity(uints, {n: np.array([5], dtype=np.uint8) for n in names}, 0.0)[first] == {
+        "cells": 1, "differing": 1, "max_abs_deviation": 2.0}  # no unsigned wrap-around (3 - 5 is not 254)
+    assert scoring._array_parity({n: np.array([5], dtype=np.uint8) for n in names}, uints, 0.0)[first] == {
+        "cells": 1, "differing": 1, "max_abs_deviation": 2.0}
+    empty = {n: np.zeros((0, 3)) for n in names}
+    assert scoring._array_parity(empty, empty, 0.0)[first] == {"cells": 0, "differing": 0, "max_abs_deviation": 0.0}
