@@ -1,6 +1,7 @@
 """Edge cases of bench_assets/rf100vl/scoring.py that kill mutants the other tests let survive (issue 15,
 docs/testing.md "Mutation testing")."""
 
+import copy
 from types import SimpleNamespace
 from typing import Any
 
@@ -276,3 +277,45 @@ def test_array_parity_counts_cells_differences_and_shape_mismatches_per_array() 
         "cells": 1, "differing": 1, "max_abs_deviation": 2.0}
     empty = {n: np.zeros((0, 3)) for n in names}
     assert scoring._array_parity(empty, empty, 0.0)[first] == {"cells": 0, "differing": 0, "max_abs_deviation": 0.0}
+
+
+def _areas_not_boxes_gt() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Ground truth whose `area` fields disagree with the boxes (a segmentation's area, as COCO allows), with no
+    `iscrowd` key anywhere, and detections hitting most boxes, some in the wrong category."""
+    boxes = [(10, 10, 10, 10, 5000.0), (100, 100, 50, 50, 100.0), (200, 200, 120, 120, 20000.0),
+             (20, 300, 40, 40, 1600.0), (300, 20, 90, 90, 500.0)]
+    anns = []
+    for img in (1, 2, 3):
+        for x, y, w, h, area in boxes:
+            k = len(anns) + 1
+            anns.append({"id": k, "image_id": img, "category_id": 1 + k % 2, "bbox": [x, y, w, h], "area": area})
+    gt = {"images": [{"id": i, "width": 500, "height": 500} for i in (1, 2, 3)],
+          "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}], "annotations": anns}
+    dets = []
+    for j, a in enumerate(anns):
+        x, y, w, h = a["bbox"]
+        if j % 4 != 3:
+            dets.append({"image_id": a["image_id"], "category_id": a["category_id"],
+                         "bbox": [x + j % 3, y, w, h - j % 2], "score": 0.9 - j * 0.02})
+        dets.append({"image_id": a["image_id"], "category_id": 3 - a["category_id"], "bbox": [x, y, w, h],
+                     "score": 0.5 - j * 0.01})
+    return gt, dets
+
+
+@pytest.mark.parametrize(("backend", "tol"), [("fast", 0.0), ("hotcoco", 0.0), ("faster-coco-eval", 1e-12)])
+def test_every_backend_sizes_boxes_by_the_area_field_and_reads_a_missing_iscrowd_as_0(backend: str, tol: float) -> None:
+    gt, dets = _areas_not_boxes_gt()
+    both = scoring.score_both(gt, dets, backends=(backend, "reference"), tol=tol)
+    assert both.audit.ok, both.audit.differing  # as stock pycocotools, array cell for cell
+    by_box = copy.deepcopy(gt)  # the same boxes sized by w * h: the size-range metrics move, so area was read
+    for a in by_box["annotations"]:
+        a["area"] = float(a["bbox"][2] * a["bbox"][3])
+    sized = scoring.score_both(by_box, dets, backends=(backend, "reference"), tol=tol).headline.metrics
+    assert [sized[m] for m in ("mAP_small", "mAP_medium", "mAP_large")] != [
+        both.headline.metrics[m] for m in ("mAP_small", "mAP_medium", "mAP_large")]
+    crowd0 = copy.deepcopy(gt)
+    for a in crowd0["annotations"]:
+        a["iscrowd"] = 0
+    assert scoring.score_both(crowd0, dets, backends=(backend, "reference"), tol=tol).headline.metrics == \
+        both.headline.metrics
+    assert both.headline.metrics["mAP50"] > 0.5
