@@ -319,3 +319,47 @@ def test_every_backend_sizes_boxes_by_the_area_field_and_reads_a_missing_iscrowd
     assert scoring.score_both(crowd0, dets, backends=(backend, "reference"), tol=tol).headline.metrics == \
         both.headline.metrics
     assert both.headline.metrics["mAP50"] > 0.5
+
+
+def _det(**changes: Any) -> dict[str, Any]:
+    return {"image_id": 1, "category_id": 1, "bbox": [0, 0, 2, 2], "score": 0.5, **changes}
+
+
+def _refusal(dets: Any, *, strict: bool = False, max_det: int = 500) -> tuple[list[str], str]:
+    with pytest.raises(scoring.PredictionsInvalid) as err:
+        scoring._check_predictions({1, 2}, {1, 2}, dets, max_det, "p.json", strict)
+    return err.value.problems, str(err.value)
+
+
+def test_check_predictions_word_for_word_and_max_det_in_both_modes() -> None:
+    problems, text = _refusal({"a": 1})
+    assert len(problems) == 1
+    assert text == ("p.json: invalid predictions: top level is an object, not an array of detections; fix: write a "
+                    "COCO results list [{image_id, category_id, bbox: [x, y, w, h], score}, ...]")
+    assert _refusal([_det(), 5])[1] == ("p.json: invalid predictions: 1 of 2 entries are not JSON objects (indices 1); "
+                                        "fix: each detection is {image_id, category_id, bbox, score}")
+    unknown_cat = ("category_id: 1 detections name 1 category id(s) absent from the ground truth's categories [1, 2]: "
+                   "{id} (first at indices {at}); fix: map model classes to the canonical (contiguous from 0) "
+                   "category ids")
+    assert _refusal([_det(), _det(category_id=7)])[0] == [unknown_cat.format(id=7, at=1)]
+    assert _refusal([_det(), _det(score="x")])[0] == [
+        '[1].score: "x" is a string, not a JSON number; fix: write the post-sigmoid confidence as a JSON number '
+        'in [0, 1]']
+    assert _refusal([_det(), _det(bbox=[0, 0, -1, 2])])[0] == [
+        "bbox: 1 detections have a negative width or height: [1] [0, 0, -1, 2]; fix: bbox is [x, y, width, height] "
+        "(COCO xywh), not [x1, y1, x2, y2]"]
+
+    empty = scoring._check_predictions({1, 2}, {1}, [], 100, "p.json")
+    assert empty.max_det_cut.max_det == 100 and empty.image_id.size == 0
+    assert empty.warnings == (scoring.empty_predictions_warning("p.json", 2),)
+
+    over = [_det()] * 3
+    lenient = scoring._check_predictions({1, 2}, {1, 2}, over, 2, "p.json")  # not strict unless asked
+    assert lenient.max_det_cut.detections_cut == 1 and lenient.image_id.dtype == np.int64
+    assert lenient.warnings == (lenient.max_det_cut.warning("p.json"),) and "max_det=2" in lenient.warnings[0]
+    violation = ("the file violates the protocol: 1 image(s) carry more than max_det=2 detections (most first: image "
+                 "1: {n}); fix: keep at most the 2 highest-scoring detections per image (all classes together) when "
+                 "writing predictions")
+    assert _refusal(over, strict=True, max_det=2)[0] == [violation.format(n=3)]
+    assert _refusal([*over, _det(category_id=9)], strict=True, max_det=2)[0] == [  # every problem, not the last
+        unknown_cat.format(id=9, at=3), violation.format(n=4)]
