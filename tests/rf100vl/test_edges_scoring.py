@@ -363,3 +363,18 @@ def test_check_predictions_word_for_word_and_max_det_in_both_modes() -> None:
     assert _refusal(over, strict=True, max_det=2)[0] == [violation.format(n=3)]
     assert _refusal([*over, _det(category_id=9)], strict=True, max_det=2)[0] == [  # every problem, not the last
         unknown_cat.format(id=9, at=3), violation.format(n=4)]
+
+
+@pytest.mark.parametrize(("score", "shown"), [(1.5, "1.5"), (1.0000001, "1.0000001"), (float("nan"), "NaN"),
+                                              (-0.1, "-0.1"), (float("inf"), "Infinity")])
+def test_a_score_outside_0_1_is_refused_word_for_word(score: float, shown: str) -> None:
+    assert _refusal([_det(), _det(score=score)])[0] == [
+        f"score: 1 detections have a score that is not a finite number in [0, 1]: [1] {shown}; fix: write the "
+        "post-sigmoid confidence as a JSON number in [0, 1]"]
+
+
+def test_scores_at_the_bounds_and_integer_scores_are_read_as_floats() -> None:
+    arrays = scoring._check_predictions({1}, {1}, [_det(score=1.0), _det(score=0.0), _det(score=1), _det(score=0)],
+                                        500, "p.json")
+    assert arrays.score.dtype == np.float64 and arrays.score.tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert arrays.bbox.shape == (4, 4) and arrays.bbox.dtype == np.float64
