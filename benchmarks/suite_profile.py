@@ -11,8 +11,10 @@ selection given after `--`) with two recorders on:
   by a test inherits the test's name).
 Joined on pid, each Python process gets its argv and test; a process that is not Python (or started with a clean
 environment) takes the test of its nearest recorded ancestor, else counts as "(unattributed)". The pytest workers
-themselves are one row each (their CPU is every in-process test's). Processes of other jobs on the machine (a
-mutation run, say) are left out: they are neither recorded nor descendants of this run.
+themselves are one row each (their CPU is every in-process test's). Python processes of other jobs on the machine
+(a mutation run, say) are left out: they are neither recorded nor descendants of this run. Their other processes
+are not told apart from this run's daemons that init reaped (PostgreSQL's), so both count as "(unattributed)":
+profile on an otherwise idle machine, or read that row with care.
 
     sudo .venv/bin/python benchmarks/suite_profile.py -- tests/platform/test_cluster.py
     .venv/bin/python benchmarks/suite_profile.py --workers 2            # the whole suite, as make test
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from _result import RESULTS, command, git_state, machine_facts, minutes, now, write_result
-from suite_time import machine_busy_s
+from suite_time import machine_busy_s, makefile_env, pytest_args
 
 REPO = Path(__file__).resolve().parent.parent
 OTHER_JOBS = {"mutmut"}  # Python run under another name: `make mutation`'s workers
@@ -173,11 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         hook.mkdir()
         (hook / "sitecustomize.py").write_text(HOOK)
         pacct.touch()
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as the Makefile
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", SUITE_PROFILE_LOG=str(log),
+        env = makefile_env()
+        env.update(SUITE_PROFILE_LOG=str(log),
                    PYTHONPATH=os.pathsep.join(p for p in (str(hook), env.get("PYTHONPATH")) if p))
-        cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(args.workers), "-p", "no:cacheprovider",
-               *args.selection]
+        cmd = [*pytest_args(args.workers), *args.selection]
         set_accounting(pacct)
         busy0, t0 = machine_busy_s(), time.perf_counter()
         try:

@@ -52,10 +52,17 @@ def machine_busy_s() -> float | None:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # user nice system idle iowait irq softirq steal
 
 
-def pytest_args(workers: int, fast: bool, junit: Path) -> list[str]:
-    args = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "-p", "no:cacheprovider",
-            f"--junitxml={junit}"]
-    return args + (["-m", FAST_SELECTION] if fast else [])
+def pytest_args(workers: int, fast: bool = False, junit: Path | None = None) -> list[str]:
+    """`make test`'s pytest command line (`make test-fast`'s with `fast`), with a JUnit report when asked."""
+    args = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "-p", "no:cacheprovider"]
+    return args + ([f"--junitxml={junit}"] if junit else []) + (["-m", FAST_SELECTION] if fast else [])
+
+
+def makefile_env() -> dict[str, str]:
+    """This environment as the Makefile passes it to pytest: bytecode caches on, one thread per native pool."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    return env
 
 
 def file_of(case: ET.Element) -> str:
@@ -100,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     output = args.output or RESULTS / ("suite_time_fast.json" if args.fast else "suite_time.json")
 
     started_at, facts = now(), machine_facts()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as the Makefile
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env = makefile_env()
     with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
         junit = Path(tmp) / "junit.xml"
         before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy_s()
