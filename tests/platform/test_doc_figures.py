@@ -267,6 +267,14 @@ def _suite_time(r: dict[str, Any]) -> list[str]:
             "; ".join(f"`{f['file']}` {f['seconds']:.0f} s" for f in r["files"][:5])]
 
 
+def _suite_profile(r: dict[str, Any]) -> list[str]:
+    """docs/testing.md's summary of a profiled selection (benchmarks/suite_profile.py) and its ten largest kinds."""
+    postgres = next(k for k in r["by_kind"] if k["kind"] == "postgres")
+    return [f"{r['wall']} wall, {r['cpu_s']:,.0f} CPU s in {r['processes']:,} processes",
+            *[f"| `{k['kind']}` | {k['cpu_s']:.1f} | {k['processes']} |" for k in r["by_kind"][:10]],
+            f"about {postgres['processes'] / r['wall_s']:.0f} a second over the run"]
+
+
 # (doc, result file, what the doc must quote from it)
 QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_overhead.json", _cluster),
@@ -291,6 +299,7 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/training.md", "demo_run.json", _demo_run),
     ("docs/testing.md", "suite_time.json", _suite_time),
     ("docs/testing.md", "suite_time_fast.json", _suite_time),
+    ("docs/testing.md", "suite_profile.json", _suite_profile),
     ("benchmarks/README.md", "augbench_overhead.json", _overhead_table),
     ("docs/augbench.md", "augbench_overhead.json", _overhead_summary),
     ("docs/augbench.md", "paper_run_rgb-micro.json", _paper_run),
