@@ -268,13 +268,11 @@ def test_array_parity_counts_cells_differences_and_shape_mismatches_per_array() 
         assert out[n] == {"cells": 6, "differing": 0, "max_abs_deviation": 0.0}
     ints = {n: np.array([[1, 2], [3, 4]]) for n in names}  # integer arrays: compared as floats
     shifted = {n: np.array([[1, 2], [3, 5]]) for n in names}
-    assert scoring._array_parity(ints, shifted, 0.5)[first] == {"cells": 4, "differing": 1, "max_abs_deviation": 1.0}
-    assert scoring._array_parity(shifted, ints, 0.5)[first] == {"cells": 4, "differing": 1, "max_abs_deviation": 1.0}
-    uints = {n: np.array([3], dtype=np.uint8) for n in names}
-    assert scoring._array_parity(uints, {n: np.array([5], dtype=np.uint8) for n in names}, 0.0)[first] == {
-        "cells": 1, "differing": 1, "max_abs_deviation": 2.0}  # no unsigned wrap-around (3 - 5 is not 254)
-    assert scoring._array_parity({n: np.array([5], dtype=np.uint8) for n in names}, uints, 0.0)[first] == {
-        "cells": 1, "differing": 1, "max_abs_deviation": 2.0}
+    for x, y in ((ints, shifted), (shifted, ints)):
+        assert scoring._array_parity(x, y, 0.5)[first] == {"cells": 4, "differing": 1, "max_abs_deviation": 1.0}
+    three, five = ({n: np.array([v], dtype=np.uint8) for n in names} for v in (3, 5))
+    for x, y in ((three, five), (five, three)):  # no unsigned wrap-around (3 - 5 is not 254)
+        assert scoring._array_parity(x, y, 0.0)[first] == {"cells": 1, "differing": 1, "max_abs_deviation": 2.0}
     empty = {n: np.zeros((0, 3)) for n in names}
     assert scoring._array_parity(empty, empty, 0.0)[first] == {"cells": 0, "differing": 0, "max_abs_deviation": 0.0}
 

@@ -16,6 +16,7 @@ from bench_assets.rf100vl import submission_shape as shape
 
 # A leaderboard entry in the existing harness's published shape (tests/rf100vl/published/): every edit starts from it.
 PUBLISHED = json.loads((Path(__file__).resolve().parent / "published" / "yolov9-t.published.json").read_text())
+CLEAN_TREE = {"commit": "1" * 40, "dirty": False, "changed_files": []}  # a clean git checkout, for `build_submission`
 
 
 def _doc() -> dict[str, Any]:
@@ -288,8 +289,7 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
     run = home / "runs" / "syna-t" / "13-lkc01"  # its training was resumed (from a last.pt)
     stats_file = run / (run / "CURRENT").read_text().strip() / "stats.json"
     stats_file.write_text(json.dumps({**json.loads(stats_file.read_text()), "resumed": True}))
-    tree = {"commit": "1" * 40, "dirty": False, "changed_files": []}
-    doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z", tree=tree)
+    doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z", tree=CLEAN_TREE)
     rows = doc["rf100vl"]["datasets"]
     assert [r["dataset"] for r in rows] == ["-grccs", "13-lkc01"]  # the campaign's list, in name order
     for row in rows:
@@ -334,7 +334,8 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
         "protocol_version": "rf100vl-fs-v1", "argv": ["bench", "submission", "build"],
         "command": "bench submission build",
         "recipe": {"file": str(recipe), "sha256": recipe_sha, "source": "per-dataset stats.json", "dataset_count": 2},
-        "bench": {"source_tree": tree, "content_versions": {r["dataset"]: r["dataset_content_version"] for r in rows}}}
+        "bench": {"source_tree": CLEAN_TREE,
+                  "content_versions": {r["dataset"]: r["dataset_content_version"] for r in rows}}}
     assert repro["dataset"]["datasets"] == [
         {"dataset": r["dataset"], "num_images": r["num_images"], "image_id_sha256": r["image_id_sha256"],
          "version_id": r["dataset_version"]} for r in rows]
@@ -471,7 +472,7 @@ def test_a_dataset_without_a_current_version_or_with_half_a_version_is_unlocked(
     version = (home / "datasets" / second / "CURRENT").read_text()
     (home / "datasets" / second / version / "dataset.json").unlink()  # the lock alone is not a stored version
     doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
-                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+                              tree=CLEAN_TREE)
     assert doc["rf100vl"]["invalid_reasons"][:2] == [f"{first}: no version lock stored for the dataset",
                                                      f"{second}: no version lock stored for the dataset"]
     assert [r["dataset_version"] for r in doc["rf100vl"]["datasets"]] == [2, None]  # first's scored version is kept
@@ -492,7 +493,7 @@ def test_the_software_block_states_the_versions_the_runs_trained_with(tmp_path: 
 
     def build() -> dict[str, Any]:
         return sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
-                                   tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+                                   tree=CLEAN_TREE)
 
     doc = build()
     assert (doc["software"]["libreyolo"], doc["software"]["torch"]) == ("1.5.1", "2.13.0")
@@ -534,12 +535,12 @@ def test_a_stated_headline_exactly_at_the_tolerance_passes() -> None:
             f"accuracy.{field_name} states 0.000100 but the mean over its 100 datasets is 0.000000"]
 
 
-
 def _stand_in_dist(site: Path, name: str, version: str) -> None:
     """An installed distribution's metadata as `importlib.metadata` finds it on sys.path (no code needed)."""
     info = site / f"{name}-{version}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
 
 def test_the_domain_manifest_names_the_rf100vl_package_or_falls_back_to_the_catalogue(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -583,7 +584,7 @@ def test_scores_of_two_recipes_state_both_hashes(tmp_path: Path) -> None:
     score["prediction_inputs"]["recipe_sha256"] = "0" * 64  # predicted with another recipe's checkpoint
     score_file.write_text(json.dumps(score))
     doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
-                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+                              tree=CLEAN_TREE)
     both = ",".join(sorted([first, "0" * 64]))
     assert doc["repro"]["recipe"]["sha256"] == doc["rf100vl"]["recipe_sha256"] == both
 
@@ -662,7 +663,7 @@ def test_a_build_states_a_registered_recipe_name_by_its_file_and_has_the_publish
     entry_file = home / "models" / "syna-t.json"
     entry_file.write_text(json.dumps({**json.loads(entry_file.read_text()), "recipe": "smoke"}))
     doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
-                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+                              tree=CLEAN_TREE)
     assert doc["repro"]["recipe"]["file"] == str(RECIPES_DIR / "smoke" / "syna.json")
     assert doc["bench"]["recipe_variant"] == "smoke"
     assert sorted(doc) == sorted([*PUBLISHED, "bench"])
@@ -678,7 +679,7 @@ def test_a_build_with_no_scored_dataset_is_a_document_that_says_so(tmp_path: Pat
     make_campaign(home, n_models=1, n_datasets=2, seed=5)
     shutil.rmtree(home / "eval" / "syna-t")  # trained, never scored
     doc = sm.build_submission(home, "syna-t", now="2026-12-02T03:04:05Z",
-                              tree={"commit": "1" * 40, "dirty": False, "changed_files": []})
+                              tree=CLEAN_TREE)
     rf = doc["rf100vl"]
     assert rf["datasets"] == [] and len(rf["skipped_datasets"]) == 2
     assert rf["valid_submission"] is False
