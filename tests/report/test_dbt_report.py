@@ -6,6 +6,7 @@ are checked against values computed here from the same rows, independently of SQ
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -277,6 +278,28 @@ def test_a_failing_dbt_test_fails_the_build_and_keeps_the_previous_report(built:
     assert "unique_combination_stg_warehouse__scores" in str(err.value)
     assert report_db_path(home).read_bytes() == before  # the live report was never touched
     assert not [p for p in home.iterdir() if p.name.startswith(".tmp-report")]  # no scratch left behind
+
+
+def test_a_build_starts_from_the_last_builds_parse_and_builds_the_same_report(built: tuple[Path, dict],
+                                                                               tmp_path: Path) -> None:
+    """dbt parses the project (about a third of a build's CPU) only when nothing valid was kept: the `built`
+    fixture's build left its parse under dbt_report/target/, named for the project state and the vars."""
+    from bench_assets.report import dbt_assets
+
+    good_home, counts = built
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy2(good_home / "warehouse.duckdb", home / "warehouse.duckdb")
+    with dbt_assets._report_build(report_db_path(home), home / "warehouse.duckdb", start_from_live=False) as build:
+        assert json.loads(build.dbt_vars()) == {"report_db": "report.duckdb", "warehouse_db": "warehouse.duckdb"}
+        cache = dbt_assets._parse_cache_path(build.dbt_vars())
+        assert cache.exists()
+        run = dbt_assets._run_dbt_build(build, None, lambda level, text: None)
+        assert run.returncode == 0, run.tail()
+        dbt_log = (build.target / "dbt.log").read_text()
+        assert "Partial parsing enabled, no changes found, skipping parsing" in dbt_log
+        assert build.publish() == counts
+    assert [p.name for p in cache.parent.glob("partial_parse.*.msgpack")] == [cache.name]
 
 
 def _manifest() -> dict[str, Any]:
