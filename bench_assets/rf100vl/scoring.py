@@ -1088,7 +1088,7 @@ def score(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], *, backen
 
 
 def _score(gt: dict[str, Any] | PreparedGT, dets: list[dict[str, Any]], backend: str, max_det: int,
-           source: str, strict: bool = False) -> ScoreResult:
+           source: str, strict: bool) -> ScoreResult:
     _check_max_det(max_det)
     t0 = time.perf_counter()
     prepared = gt if isinstance(gt, PreparedGT) else PreparedGT.build(gt)

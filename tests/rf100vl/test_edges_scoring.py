@@ -2,6 +2,7 @@
 docs/testing.md "Mutation testing")."""
 
 import copy
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -376,3 +377,79 @@ def test_scores_at_the_bounds_and_integer_scores_are_read_as_floats() -> None:
                                         500, "p.json")
     assert arrays.score.dtype == np.float64 and arrays.score.tolist() == [1.0, 0.0, 1.0, 0.0]
     assert arrays.bbox.shape == (4, 4) and arrays.bbox.dtype == np.float64
+
+
+@pytest.mark.parametrize("backend", scoring.BACKENDS)
+def test_every_phase_time_is_a_duration_within_the_call_and_total_is_their_sum(backend: str) -> None:
+    """`seconds` is published in the score's metadata: each phase a difference of two clock readings (never a
+    sum, which would read as hours since boot), none longer than the call, `total` their sum."""
+    gt, dets = _areas_not_boxes_gt()
+    t0 = time.perf_counter()
+    both = scoring.score_both(gt, dets, backends=(backend, "fast"))
+    results = [scoring.score(gt, dets, backend=backend), both.headline, both.reference]
+    wall = time.perf_counter() - t0
+    for r in results:
+        seconds = r.seconds
+        assert set(seconds) == {"validate", "load", "evaluate", "accumulate", "summarize", "total"}
+        assert all(0.0 <= v <= wall for v in seconds.values()), seconds
+        assert seconds["total"] == pytest.approx(sum(v for k, v in seconds.items() if k != "total"))
+
+
+def test_an_unknown_backend_is_named_in_the_refusal() -> None:
+    gt, dets = _areas_not_boxes_gt()
+    want = "backend must be one of ('fast', 'reference', 'hotcoco', 'faster-coco-eval'), got 'coco'"
+    for call in (lambda: scoring.score(gt, dets, backend="coco"),
+                 lambda: scoring.score_both(gt, dets, backends=("fast", "coco"))):
+        with pytest.raises(ValueError) as err:
+            call()
+        assert str(err.value) == want
+
+
+def test_score_both_takes_prepared_ground_truth_names_predictions_and_honours_strict() -> None:
+    gt, dets = _areas_not_boxes_gt()
+    prepared = scoring.PreparedGT.build(gt)
+    assert scoring.score_both(prepared, dets).headline.metrics == scoring.score_both(gt, dets).headline.metrics
+    with pytest.raises(scoring.PredictionsInvalid) as err:
+        scoring.score_both(gt, [*dets, _det(image_id=99)])
+    assert str(err.value).startswith("predictions: invalid predictions: ")
+    scoring.score_both(gt, dets, max_det=1)  # over max_det: scored, with a warning, unless strict
+    with pytest.raises(scoring.PredictionsInvalid, match="violates the protocol"):
+        scoring.score_both(gt, dets, max_det=1, strict=True)
+    with pytest.raises(scoring.GroundTruthInvalid) as gt_err:
+        scoring.PreparedGT.build({**gt, "images": []}, source="gt.json")
+    assert str(gt_err.value) == "gt.json: invalid ground truth: images: empty; nothing to score"
+
+
+def test_empty_predictions_are_typed_arrays_with_a_max_det_record() -> None:
+    empty = scoring._DetArrays.empty(300)
+    assert (empty.image_id.dtype, empty.category_id.dtype, empty.score.dtype) == (np.int64, np.int64, np.float64)
+    assert (empty.image_id.shape, empty.bbox.shape) == ((0,), (0, 4))
+    assert empty.max_det_cut == scoring.MaxDetCut(300) and empty.warnings == ()
+
+
+def test_images_over_max_det_are_listed_most_cut_then_most_detections_then_by_id() -> None:
+    # max_det=2: image 5 carries exactly 2 (not over); images 1 and 6 tie on cut and count (id order decides)
+    per_image = {1: [1, 1, 1], 2: [1, 1, 2, 2], 3: [1, 1, 1, 2], 4: [1, 1, 2], 5: [1, 2], 6: [1, 1, 1]}
+    dets = [_det(image_id=i, category_id=c) for i, cats in per_image.items() for c in cats]
+    arrays = scoring._check_predictions(set(per_image), {1, 2}, dets, 2, "p.json")
+    assert [(i["image_id"], i["detections"], i["cut"]) for i in arrays.max_det_cut.images] == [
+        (3, 4, 1), (1, 3, 1), (6, 3, 1), (2, 4, 0), (4, 3, 0)]
+    assert (arrays.max_det_cut.images_over, arrays.max_det_cut.detections_cut) == (5, 3)
+    problems = scoring._max_det_problems([d["image_id"] for d in dets], 2)
+    assert "(most first: image 2: 4, image 3: 4, image 1: 3, image 4: 3, image 6: 3)" in problems[0]
+    # more detections than max_det in all, none over on one image: nothing is cut, the bound is kept
+    spread = scoring._check_predictions({1, 2, 3}, {1}, [_det(image_id=i) for i in (1, 1, 2, 2, 3, 3)], 2, "p.json")
+    assert spread.max_det_cut == scoring.MaxDetCut(2) and spread.warnings == ()
+
+
+def test_bad_boxes_of_annotations_with_ids_of_mixed_types_are_listed_not_a_crash() -> None:
+    """A stranger's file: a string id and an integer id on two broken boxes (ordering them must not compare a str
+    with an int)."""
+    gt = _gt()
+    gt["annotations"] = [{**gt["annotations"][0], "id": 5, "bbox": [0, 0, -1, 1]},
+                         {**gt["annotations"][0], "id": "a", "bbox": [0, 0, 1]}]
+    with pytest.raises(scoring.GroundTruthInvalid) as err:
+        scoring.validate_gt(gt)
+    assert err.value.problems == [
+        "annotations[].id: 1 ids are not non-negative integers: 'a'",
+        "annotations[].bbox: 2 boxes are not [x, y, w, h] with finite numbers and w, h >= 0 (annotation ids a, 5)"]
