@@ -347,6 +347,7 @@ def _keep_parse(parsed: Path, cache: Path) -> None:
         return
     tmp = cache.with_name(f".{cache.name}.{os.getpid()}.{threading.get_ident()}")
     try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(parsed, tmp)
         os.replace(tmp, cache)
         for older in cache.parent.glob("partial_parse.*.msgpack"):  # earlier project states: never valid again

@@ -341,7 +341,7 @@ def _train_runtime(rows: list[dict[str, Any]]) -> dict[str, float | None]:
             "train_wall_seconds_median": sorted(walls)[len(walls) // 2] if walls else None}
 
 
-def _repro_block(home: Path, scores: _CampaignScores, recipe_file: str, tree: dict[str, Any]) -> dict[str, Any]:
+def _repro_block(scores: _CampaignScores, recipe_file: str, tree: dict[str, Any]) -> dict[str, Any]:
     """The published `repro` block: dataset and weights identities, the versions lock, the domain manifest."""
     rows = scores.rows
     ident = [{"dataset": r["dataset"], "num_images": r["num_images"], "image_id_sha256": r["image_id_sha256"],
@@ -462,7 +462,7 @@ def build_submission(home: Path, model: str, *, now: str | None = None,
     recipe_file = str(recipe_path(parse_model(model).family, entry.recipe))
     doc = {"schema_version": SCHEMA, "submission_id": "", "created_at": created_at,
            **_identity(model, scores, wanted, imgsz), **_machine(scores, costs, created_at), "accuracy": accuracy,
-           "repro": _repro_block(home, scores, recipe_file, tree)}
+           "repro": _repro_block(scores, recipe_file, tree)}
     doc["rf100vl"] = _rf100vl_block(home, model, scores, doc["repro"]["dataset"]["versions"]["sha256"])
     doc["submission_id"] = shape.submission_id(doc["model"], doc["runtime"], doc["hardware"], created_at)
     doc["bench"] = {"suite": entry.suite or "custom", "recipe_variant": entry.recipe,
