@@ -322,7 +322,8 @@ def _run_dbt_build(build: _Build, select: Sequence[str] | None, on_line: LineSin
         if proc.poll() is None:  # on_line raised: do not leave dbt writing into a folder about to be removed
             proc.kill()
             proc.wait()
-    _keep_parse(build.target / _PARTIAL_PARSE, parse_cache)
+    if returncode in (0, 1) and not timed_out.is_set():  # dbt ran to its end (1: a model or test failed), so
+        _keep_parse(build.target / _PARTIAL_PARSE, parse_cache)  # its parse file is whole
     return _DbtRun(returncode, lines, timed_out.is_set())
 
 
