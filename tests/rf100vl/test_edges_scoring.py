@@ -453,3 +453,10 @@ def test_bad_boxes_of_annotations_with_ids_of_mixed_types_are_listed_not_a_crash
     assert err.value.problems == [
         "annotations[].id: 1 ids are not non-negative integers: 'a'",
         "annotations[].bbox: 2 boxes are not [x, y, w, h] with finite numbers and w, h >= 0 (annotation ids a, 5)"]
+
+
+def test_ground_truth_is_named_so_when_no_source_is_given() -> None:
+    for call in (lambda: scoring.validate_gt([1]), lambda: scoring.PreparedGT.build([1])):
+        with pytest.raises(scoring.GroundTruthInvalid) as err:
+            call()
+        assert str(err.value) == "ground truth: invalid ground truth: top level is a JSON list, not a COCO object"
