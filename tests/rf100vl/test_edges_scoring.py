@@ -276,6 +276,9 @@ def test_array_parity_counts_cells_differences_and_shape_mismatches_per_array() 
         assert scoring._array_parity(x, y, 0.0)[first] == {"cells": 1, "differing": 1, "max_abs_deviation": 2.0}
     empty = {n: np.zeros((0, 3)) for n in names}
     assert scoring._array_parity(empty, empty, 0.0)[first] == {"cells": 0, "differing": 0, "max_abs_deviation": 0.0}
+    first_off = scoring._array_parity({**empty, first: np.zeros(2)}, {**empty, first: np.zeros(3)}, 0.0)
+    assert first_off == {first: {"cells": 3, "differing": 3, "max_abs_deviation": float("inf")},  # and the arrays
+                         second: {"cells": 0, "differing": 0, "max_abs_deviation": 0.0}}  # after it still compared
 
 
 def _areas_not_boxes_gt() -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -460,3 +463,54 @@ def test_ground_truth_is_named_so_when_no_source_is_given() -> None:
         with pytest.raises(scoring.GroundTruthInvalid) as err:
             call()
         assert str(err.value) == "ground truth: invalid ground truth: top level is a JSON list, not a COCO object"
+
+
+_SCORE_FIX = "write the post-sigmoid confidence as a JSON number in [0, 1]"
+
+
+def test_a_file_with_several_faults_per_field_lists_each_with_its_count() -> None:
+    """A stranger's file: strings and nulls beside out-of-range numbers in one column (the slow path of each
+    column's check, where the count of all detections is printed), and a detection without its score."""
+    scores = _refusal([_det(score="x"), _det(score=None), _det(), _det(score=1.5), _det(score=1.0),
+                       _det(score=float("inf"))])[0]
+    assert scores == [
+        f'[0].score: "x" is a string, not a JSON number (2 of 6 detections in all; also [1].score: null (no value), '
+        f'not a JSON number); fix: {_SCORE_FIX}',
+        f"score: 2 detections have a score that is not a finite number in [0, 1]: [3] 1.5, [5] Infinity; fix: "
+        f"{_SCORE_FIX}"]
+    ids_and_boxes = _refusal([_det(category_id="1"), _det(category_id=1.0), _det(bbox=[0, "a", 1, 1]),
+                              _det(bbox=None), _det()])[0]
+    assert ids_and_boxes == [
+        "[0].category_id: \"1\" is a string (2 of 5 detections in all; also [1].category_id: 1.0 is a float); fix: "
+        "write category ids as JSON integers from the ground truth's categories[].id [1, 2]",
+        '[2].bbox[1]: "a" is a string, not a JSON number (2 of 5 detections in all; also [3].bbox: null (no value), '
+        "not an array of 4 numbers); fix: write bbox as [x, y, width, height], 4 finite JSON numbers in pixels"]
+    assert _refusal([_det(), {"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1]}])[1] == (
+        "p.json: invalid predictions: 1 of 2 detections lack required keys: [1] missing ['score']; fix: every "
+        "detection needs image_id, category_id, bbox and score")
+    assert _refusal([_det(image_id=7)])[0] == [
+        "image_id: 1 detections name 1 image id(s) absent from the ground truth's images: 7 (first at indices 0); "
+        "fix: predict on the ground truth's split and copy its images[].id"]
+
+
+def test_boxes_of_five_numbers_everywhere_are_refused_not_read_four_at_a_time() -> None:
+    """[x, y, w, h, score] in every detection (a common export slip): each box is refused; reading the flat list
+    four numbers at a time would shift every box after the first."""
+    assert _refusal([_det(bbox=[0, 0, 2, 2, 0.9]), _det(bbox=[1, 1, 2, 2, 0.8])])[0] == [
+        "[0].bbox: [0, 0, 2, 2, 0.9] has 5 elements, not 4 (2 of 2 detections in all; also [1].bbox: [1, 1, 2, 2, "
+        "0.8] has 5 elements, not 4); fix: write bbox as [x, y, width, height], 4 finite JSON numbers in pixels"]
+
+
+def test_integer_scores_alone_are_read_as_floats() -> None:
+    arrays = scoring._check_predictions({1}, {1}, [_det(score=1), _det(score=0)], 500, "p.json")
+    assert arrays.score.dtype == np.float64 and arrays.score.tolist() == [1.0, 0.0]
+
+
+def test_an_image_that_is_not_an_object_is_refused_and_a_ground_truth_without_images_knows_no_image() -> None:
+    gt = {"images": [1, {"id": 2}], "categories": [{"id": 1}], "annotations": []}
+    with pytest.raises(scoring.GroundTruthInvalid) as err:
+        scoring.validate_gt(gt)
+    assert err.value.problems == ["images[].id: 1 ids are not integers: None"]
+    with pytest.raises(scoring.PredictionsInvalid) as perr:  # no images list: every image id is unknown
+        scoring.validate_predictions({"categories": [{"id": 1}]}, [_det()], 500)
+    assert perr.value.problems[0].startswith("image_id: 1 detections name 1 image id(s) absent")
