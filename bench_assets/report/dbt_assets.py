@@ -327,12 +327,12 @@ def _run_dbt_build(build: _Build, select: Sequence[str] | None, on_line: LineSin
     return _DbtRun(returncode, lines, timed_out.is_set())
 
 
-# dbt's own parse cache (`partial_parse.msgpack`): parsing the project is about 4 of a build's 13 CPU seconds
-# (2026-12-03). Each build runs in a fresh scratch target, so the parse of the last build is kept under
-# dbt_report/target/ and copied into the next one's. dbt itself re-checks every project file's checksum, the
-# vars, the profile and dbt's version against it and re-parses what changed; the cache file is named for the
-# project's fingerprint and the vars as well, so a parse of another project state or other paths is never even
-# offered.
+# dbt's own parse cache (`partial_parse.msgpack`): starting from it takes 0.70-0.87x the CPU of a build that
+# parses the project from scratch (benchmarks/results/report_speed*.json, 2026-12-03). Each build runs in a fresh
+# scratch target, so the parse of the last build is kept under dbt_report/target/ and copied into the next one's.
+# dbt itself re-checks every project file's checksum, the vars, the profile and dbt's version against it and
+# re-parses what changed; the cache file is named for the project's fingerprint and the vars as well, so a parse
+# of another project state or other paths is never even offered.
 _PARTIAL_PARSE = "partial_parse.msgpack"
 
 
