@@ -514,3 +514,20 @@ def test_an_image_that_is_not_an_object_is_refused_and_a_ground_truth_without_im
     with pytest.raises(scoring.PredictionsInvalid) as perr:  # no images list: every image id is unknown
         scoring.validate_predictions({"categories": [{"id": 1}]}, [_det()], 500)
     assert perr.value.problems[0].startswith("image_id: 1 detections name 1 image id(s) absent")
+
+
+def test_the_stock_route_numbers_detections_from_1_so_a_duplicate_is_a_false_positive() -> None:
+    """The test-only stock faster-coco-eval route (`_run_fast_coco`, what the direct backend is compared with)
+    hands detections ids from 1: an id of 0 reads as "unmatched", so a lower-scored duplicate of the file's first
+    detection would match its box again and push recall to 1.5."""
+    gt = {"images": [{"id": 1, "width": 100, "height": 100}], "categories": [{"id": 1, "name": "a"}],
+          "annotations": [{"id": k, "image_id": 1, "category_id": 1, "bbox": box, "area": 100, "iscrowd": 0}
+                          for k, box in ((1, [0, 0, 10, 10]), (2, [50, 50, 10, 10]))]}
+    dets = [_det(bbox=[0, 0, 10, 10], score=0.9), _det(bbox=[0, 0, 10, 10], score=0.5),
+            _det(bbox=[50, 50, 10, 10], score=0.7)]
+    prepared = scoring.PreparedGT.build(gt)
+    arrays = scoring._check_predictions({1}, {1}, dets, 500, "t")
+    stock, _ = scoring._run_fast_coco(prepared, dets, arrays, 500, {})
+    ref, _ = scoring._run_reference(prepared, dets, arrays, 500, {})
+    np.testing.assert_array_equal(np.asarray(stock["recall"]), np.asarray(ref["recall"]))
+    assert np.asarray(ref["recall"]).max() == 1.0
