@@ -323,6 +323,9 @@ def test_every_backend_sizes_boxes_by_the_area_field_and_reads_a_missing_iscrowd
     assert both.headline.metrics["mAP50"] > 0.5
 
 
+_SCORE_FIX = "write the post-sigmoid confidence as a JSON number in [0, 1]"
+
+
 def _det(**changes: Any) -> dict[str, Any]:
     return {"image_id": 1, "category_id": 1, "bbox": [0, 0, 2, 2], "score": 0.5, **changes}
 
@@ -345,8 +348,7 @@ def test_check_predictions_word_for_word_and_max_det_in_both_modes() -> None:
                    "category ids")
     assert _refusal([_det(), _det(category_id=7)])[0] == [unknown_cat.format(id=7, at=1)]
     assert _refusal([_det(), _det(score="x")])[0] == [
-        '[1].score: "x" is a string, not a JSON number; fix: write the post-sigmoid confidence as a JSON number '
-        'in [0, 1]']
+        f'[1].score: "x" is a string, not a JSON number; fix: {_SCORE_FIX}']
     assert _refusal([_det(), _det(bbox=[0, 0, -1, 2])])[0] == [
         "bbox: 1 detections have a negative width or height: [1] [0, 0, -1, 2]; fix: bbox is [x, y, width, height] "
         "(COCO xywh), not [x1, y1, x2, y2]"]
@@ -371,8 +373,7 @@ def test_check_predictions_word_for_word_and_max_det_in_both_modes() -> None:
                                               (-0.1, "-0.1"), (float("inf"), "Infinity")])
 def test_a_score_outside_0_1_is_refused_word_for_word(score: float, shown: str) -> None:
     assert _refusal([_det(), _det(score=score)])[0] == [
-        f"score: 1 detections have a score that is not a finite number in [0, 1]: [1] {shown}; fix: write the "
-        "post-sigmoid confidence as a JSON number in [0, 1]"]
+        f"score: 1 detections have a score that is not a finite number in [0, 1]: [1] {shown}; fix: {_SCORE_FIX}"]
 
 
 def test_scores_at_the_bounds_and_integer_scores_are_read_as_floats() -> None:
@@ -380,6 +381,8 @@ def test_scores_at_the_bounds_and_integer_scores_are_read_as_floats() -> None:
                                         500, "p.json")
     assert arrays.score.dtype == np.float64 and arrays.score.tolist() == [1.0, 0.0, 1.0, 0.0]
     assert arrays.bbox.shape == (4, 4) and arrays.bbox.dtype == np.float64
+    ints = scoring._check_predictions({1}, {1}, [_det(score=1), _det(score=0)], 500, "p.json")  # integers alone
+    assert ints.score.dtype == np.float64 and ints.score.tolist() == [1.0, 0.0]
 
 
 @pytest.mark.parametrize("backend", scoring.BACKENDS)
@@ -465,9 +468,6 @@ def test_ground_truth_is_named_so_when_no_source_is_given() -> None:
         assert str(err.value) == "ground truth: invalid ground truth: top level is a JSON list, not a COCO object"
 
 
-_SCORE_FIX = "write the post-sigmoid confidence as a JSON number in [0, 1]"
-
-
 def test_a_file_with_several_faults_per_field_lists_each_with_its_count() -> None:
     """A stranger's file: strings and nulls beside out-of-range numbers in one column (the slow path of each
     column's check, where the count of all detections is printed), and a detection without its score."""
@@ -499,11 +499,6 @@ def test_boxes_of_five_numbers_everywhere_are_refused_not_read_four_at_a_time() 
     assert _refusal([_det(bbox=[0, 0, 2, 2, 0.9]), _det(bbox=[1, 1, 2, 2, 0.8])])[0] == [
         "[0].bbox: [0, 0, 2, 2, 0.9] has 5 elements, not 4 (2 of 2 detections in all; also [1].bbox: [1, 1, 2, 2, "
         "0.8] has 5 elements, not 4); fix: write bbox as [x, y, width, height], 4 finite JSON numbers in pixels"]
-
-
-def test_integer_scores_alone_are_read_as_floats() -> None:
-    arrays = scoring._check_predictions({1}, {1}, [_det(score=1), _det(score=0)], 500, "p.json")
-    assert arrays.score.dtype == np.float64 and arrays.score.tolist() == [1.0, 0.0]
 
 
 def test_an_image_that_is_not_an_object_is_refused_and_a_ground_truth_without_images_knows_no_image() -> None:
