@@ -74,10 +74,10 @@ def _children_cpu_s() -> float:
 
 def _timed_build(build_report_db, home: Path, *, kept_parse: bool) -> tuple[float, float, dict]:  # noqa: ANN001
     """(wall s, CPU s of dbt, marts) of one report build, from the kept parse or after removing it."""
-    from bench_assets.report.dbt_assets import MANIFEST_PATH
+    from bench_assets.report.dbt_assets import kept_parses
 
     if not kept_parse:
-        for kept in MANIFEST_PATH.parent.glob("partial_parse.*.msgpack"):
+        for kept in kept_parses():
             kept.unlink()
     cpu0 = _children_cpu_s()
     t, marts = _timed(build_report_db, home)

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 
     report_dbt_assets: dg.AssetsDefinition  # created on first access, see __getattr__ at the bottom
 
-__all__ = ["DBT_PROJECT_DIR", "MANIFEST_PATH", "ReportBuildError", "build_report_db", "manifest_is_fresh",
-           "prepare_manifest", "report_db_path", "report_dbt_assets"]
+__all__ = ["DBT_PROJECT_DIR", "MANIFEST_PATH", "ReportBuildError", "build_report_db", "kept_parses",
+           "manifest_is_fresh", "prepare_manifest", "report_db_path", "report_dbt_assets"]
 
 log = logging.getLogger(__name__)
 
@@ -341,6 +341,11 @@ def _parse_cache_path(dbt_vars: str) -> Path:
     return MANIFEST_PATH.with_name(f"partial_parse.{key}.msgpack")
 
 
+def kept_parses() -> list[Path]:
+    """The parse files kept for the next build (one per project state and vars; normally one)."""
+    return sorted(MANIFEST_PATH.parent.glob("partial_parse.*.msgpack"))
+
+
 def _keep_parse(parsed: Path, cache: Path) -> None:
     """Keep the parse a build wrote as the next build's starting point (renamed into place: a build copying it
     at the same moment reads the old file or the new one, never half of one)."""
@@ -351,7 +356,7 @@ def _keep_parse(parsed: Path, cache: Path) -> None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(parsed, tmp)
         os.replace(tmp, cache)
-        for older in cache.parent.glob("partial_parse.*.msgpack"):  # earlier project states: never valid again
+        for older in kept_parses():  # earlier project states: never valid again
             if older != cache:
                 older.unlink(missing_ok=True)
     except OSError as exc:  # a read-only checkout: the next build parses from scratch, nothing else changes
