@@ -282,19 +282,22 @@ def _suite_time(r: dict[str, Any]) -> list[str]:
             "; ".join(f"`{f['file']}` {f['seconds']:.0f} s" for f in r["files"][:5])]
 
 
-def _suite_profile(r: dict[str, Any]) -> list[str]:
-    """docs/testing.md's summary of a profiled selection (benchmarks/suite_profile.py) and its ten largest kinds."""
-    postgres = next(k for k in r["by_kind"] if k["kind"] == "postgres")
+def _profile_summary(r: dict[str, Any], kinds: int) -> list[str]:
+    """A profiled selection's (benchmarks/suite_profile.py) summary line and table of its largest kinds."""
     return [f"{r['wall']} wall, {r['cpu_s']:,.0f} CPU s in {r['processes']:,} processes",
-            *[f"| `{k['kind']}` | {k['cpu_s']:.1f} | {k['processes']} |" for k in r["by_kind"][:10]],
-            f"about {postgres['processes'] / r['wall_s']:.0f} a second over the run"]
+            *[f"| `{k['kind']}` | {k['cpu_s']:.1f} | {k['processes']} |" for k in r["by_kind"][:kinds]]]
+
+
+def _suite_profile(r: dict[str, Any]) -> list[str]:
+    """docs/testing.md's profile of the two system test files: summary, ten largest kinds, PostgreSQL's rate."""
+    postgres = next(k for k in r["by_kind"] if k["kind"] == "postgres")
+    return [*_profile_summary(r, 10), f"about {postgres['processes'] / r['wall_s']:.0f} a second over the run"]
 
 
 def _suite_profile_full(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's profile of make test's whole selection: summary, twelve largest kinds, training total."""
     train = [k for k in r["by_kind"] if k["kind"].startswith("bench_assets.rf100vl.child.train")]
-    return [f"{r['wall']} wall, {r['cpu_s']:,.0f} CPU s in {r['processes']:,} processes",
-            *[f"| `{k['kind']}` | {k['cpu_s']:.1f} | {k['processes']} |" for k in r["by_kind"][:12]],
+    return [*_profile_summary(r, 12),
             f"Training children of every kind among the 40 largest: {sum(k['cpu_s'] for k in train):.1f} CPU s in "
             f"{sum(k['processes'] for k in train)} processes",
             f"{r['cpu_s']:,.0f} CPU s is {r['cpu_s'] / 720:.1f} times the 720 two cores give in 6 min"]
