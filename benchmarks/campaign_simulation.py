@@ -29,8 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench_assets.rf100vl.catalog import load_catalog  # noqa: E402
-from bench_assets.rf100vl.lane_plan import list_schedule, longest_first  # noqa: E402
+from bench_assets.rf100vl.campaign.lane_plan import list_schedule, longest_first  # noqa: E402
+from bench_assets.rf100vl.datasets.catalog import load_catalog  # noqa: E402
 
 OUTPUT = REPO / "benchmarks" / "results" / "campaign_simulation.json"
 

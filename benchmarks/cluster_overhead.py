@@ -159,7 +159,7 @@ def page_timings(url: str, first_key: str, n_partitions: int, repeats: int) -> d
 def materialize(inst: Any, datasets: list[str], models: list[str]) -> None:
     import dagster as dg
 
-    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
+    from bench_assets.rf100vl.defs.partitions import register_model_partition, register_partitions
 
     register_partitions(inst, datasets)
     for m in models:
@@ -173,7 +173,7 @@ def partition_pages(state: Any, repeats: int) -> list[dict[str, float]]:
 
     from bench_assets.platform.cluster import servers
     from bench_assets.platform.cluster.layout import Proc
-    from bench_assets.rf100vl.catalog import MINI_SUITE, load_catalog
+    from bench_assets.rf100vl.datasets.catalog import MINI_SUITE, load_catalog
 
     work = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     dh = work / "dagster"

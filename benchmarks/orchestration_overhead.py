@@ -11,13 +11,13 @@ Per repeat (`--repeat N`, default 1), on the same spec:
 
 1. Baseline, "the child's own training time": the exact `TrainSpec` the asset would write (built with
    `training.plan_run` from a `TrainRequest` like the asset's, lane 0's environment, 1 thread) is written
-   to a separate run dir and `python -m bench_assets.rf100vl.child.train SPEC.json` is run standalone;
+   to a separate run dir and `python -m bench_assets.rf100vl.training.child.train SPEC.json` is run standalone;
    its wall is spawn to exit (`Popen` -> `wait`, monotonic clock).
 2. One run of `rf100vl_train_job` on "mini-tiny|yolo9-t" with `force: true`, in a process of its own (ONE_RUN: the
    way a `bench campaign` run-pool worker executes a partition) as a subprocess (the
    Dagster step runs in that process: in-process executor). Every `--interval` s (0.1) the sampler reads
    VmRSS of that process and of its descendants (/proc/*/stat ppid), the training child being the
-   descendant whose command line names `bench_assets.rf100vl.child.train`. Child process wall = its start
+   descendant whose command line names `bench_assets.rf100vl.training.child.train`. Child process wall = its start
    (/proc/PID/stat starttime, 10 ms ticks) to the last sample that saw it (so it may be short by up to one
    interval, which counts against the overhead). The step wall is STEP_START -> STEP_SUCCESS of
    `rf100vl__checkpoint` in the run's event log (`DagsterInstance.all_logs`, DAGSTER_HOME=BENCH_HOME/dagster).
@@ -36,7 +36,7 @@ and after it (child exit -> step success), with the step's own log lines as mark
 
 Prints two markdown tables (time, memory) and one JSON line; exits 1 when the worst repeat's overhead exceeds
 10 s or its step-process RSS exceeds 500 MB while the child trains. The machine should be otherwise idle: the
-1-minute load average and any other `bench_assets.rf100vl.child` processes seen at the start of each
+1-minute load average and any other `bench_assets.rf100vl.training.child` processes seen at the start of each
 measurement are reported (the latter with a warning on stderr). Not a test: never run by pytest.
 """
 
@@ -63,16 +63,16 @@ TARGET_OVERHEAD_S = 10.0
 TARGET_STEP_RSS_MB = 500.0
 DATASET = "mini-tiny"
 MODEL = "yolo9-t"
-JOB = "rf100vl_train_job"  # bench_assets.rf100vl.jobs.train_job.name
+JOB = "rf100vl_train_job"  # bench_assets.rf100vl.defs.jobs.train_job.name
 # One partition's run in a process of its own, as a run-pool worker executes it (`bench campaign`).
 ONE_RUN = ("import json, sys; import dagster as dg; from bench_assets.cli.location import run_job; "
-           "from bench_assets.platform.instance import open_instance; from bench_assets.rf100vl.jobs import "
+           "from bench_assets.platform.instance import open_instance; from bench_assets.rf100vl.defs.jobs import "
            "train_job; from resources.paths import bench_home_path; "
            "out = run_job(open_instance(bench_home_path()), train_job, run_config=json.loads(sys.argv[1]), "
            "partition_key=dg.MultiPartitionKey({'dataset': sys.argv[2], 'model': sys.argv[3]})); "
            "sys.exit(0 if out.success else 1)")
 STEP = "rf100vl__checkpoint"
-CHILD_MODULE = "bench_assets.rf100vl.child.train"
+CHILD_MODULE = "bench_assets.rf100vl.training.child.train"
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -202,7 +202,7 @@ def foreign_children() -> list[int]:
     """Training/prediction children on this machine that this benchmark did not start (they skew the timing)."""
     mine = set(_descendants(os.getpid()))
     return [int(e) for e in os.listdir("/proc")
-            if e.isdigit() and int(e) not in mine and "bench_assets.rf100vl.child" in _cmdline(int(e))]
+            if e.isdigit() and int(e) not in mine and "bench_assets.rf100vl.training.child" in _cmdline(int(e))]
 
 
 def machine_state(what: str) -> dict[str, Any]:
@@ -219,7 +219,7 @@ def machine_state(what: str) -> dict[str, Any]:
 
 
 def write_recipe(path: Path, epochs: int) -> Path:
-    from bench_assets.rf100vl.recipes import RECIPES_DIR
+    from bench_assets.rf100vl.training.recipes import RECIPES_DIR
 
     doc = json.loads((RECIPES_DIR / "smoke" / "yolo9.json").read_text())
     doc["protocol"]["epochs"] = epochs
@@ -230,11 +230,11 @@ def write_recipe(path: Path, epochs: int) -> Path:
 def setup(home: Path, epochs: int) -> tuple[Any, Path]:
     from bench_assets.cli.location import run_job
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.jobs import dataset_job
-    from bench_assets.rf100vl.models import register_model
-    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
-    from bench_assets.rf100vl.sources import SourceSpec, register
-    from bench_assets.rf100vl.store import current_version
+    from bench_assets.rf100vl.datasets.sources import SourceSpec, register
+    from bench_assets.rf100vl.datasets.store import current_version
+    from bench_assets.rf100vl.defs.jobs import dataset_job
+    from bench_assets.rf100vl.defs.partitions import register_model_partition, register_partitions
+    from bench_assets.rf100vl.training.models import register_model
 
     instance = open_instance(home)  # also sets BENCH_HOME and DAGSTER_HOME for the subprocesses
     register(home / "sources", DATASET, SourceSpec(kind="mini", suites=["mini"]))
@@ -261,10 +261,10 @@ def lane0_env() -> dict[str, str]:
 
 def _plan_spec(home: Path, runs_dir: Path) -> tuple[Path, Path]:
     from bench_assets.platform.fsutil import atomic_write_json
-    from bench_assets.rf100vl.models import model_recipe
-    from bench_assets.rf100vl.runplan import variant_sequence
-    from bench_assets.rf100vl.store import load_record
-    from bench_assets.rf100vl.training import SPEC_FILE, TrainRequest, plan_run
+    from bench_assets.rf100vl.datasets.store import load_record
+    from bench_assets.rf100vl.training.models import model_recipe
+    from bench_assets.rf100vl.training.runplan import variant_sequence
+    from bench_assets.rf100vl.training.train_run import SPEC_FILE, TrainRequest, plan_run
     from resources.lanes import lanes_from_env
 
     record = load_record(home / "datasets", DATASET)

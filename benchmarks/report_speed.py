@@ -16,7 +16,7 @@ repeats except the OS page cache, which is warm):
   project, as every build did before 2026-12-03), wall and CPU (user + system of the dbt process);
 - baseline in the same run: `dbt parse` alone (dbt's own start-up and project parse, the floor of any dbt
   invocation), so the ratio says how much of the build is our SQL;
-- each check of `bench_assets/rf100vl/warehouse_checks.py` against the built warehouse (provenance hashes
+- each check of `bench_assets/rf100vl/report/warehouse_checks.py` against the built warehouse (provenance hashes
   the 6,000 small artifact files; its sha256 cache is emptied before each timing, so this is the cold cost).
 
     .venv/bin/python benchmarks/report_speed.py [--models 20] [--datasets 100] [--repeat 3]
@@ -50,8 +50,8 @@ from _result import RESULTS, command, machine_facts, now, shown, write_result  #
 
 from bench_assets.augbench.warehouse_tables import TABLES as AUGBENCH_TABLES  # noqa: E402
 from bench_assets.platform.warehouse import rebuild_warehouse  # noqa: E402
-from bench_assets.rf100vl import warehouse_checks as cc  # noqa: E402
-from bench_assets.rf100vl.warehouse_tables import TABLES as RF100VL_TABLES  # noqa: E402
+from bench_assets.rf100vl.report import warehouse_checks as cc  # noqa: E402
+from bench_assets.rf100vl.report.warehouse_tables import TABLES as RF100VL_TABLES  # noqa: E402
 from tests.synthetic_campaign import make_campaign  # noqa: E402
 
 TABLES = (*RF100VL_TABLES, *AUGBENCH_TABLES)  # every table the report's loader builds
@@ -116,7 +116,7 @@ def main() -> int:
     dbt_counts = dbt_project_counts()
 
     from bench_assets.report.dbt_assets import build_report_db
-    from bench_assets.rf100vl.submission import build_submission, import_submission
+    from bench_assets.rf100vl.submission.build import build_submission, import_submission
 
     work = Path(tempfile.mkdtemp(prefix="bench-report-speed-"))
     home = work / "bench"

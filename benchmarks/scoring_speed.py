@@ -25,7 +25,7 @@ cache, `.pyc` written: the runs drop PYTHONDONTWRITEBYTECODE), then `--repeat` t
 round-robin (`--reference-repeat` for the slow pycocotools script); wall time and CPU time (user +
 sys of the child, all its threads) are reported as medians. The ratios are of median wall times.
 Informational rows: `bench score` on the `.json.gz` file and a bare hotcoco script on it,
-`python -m bench_assets.rf100vl.score_cli` (the same work without the `bench` dispatcher), the other
+`python -m bench_assets.cli.score` (the same work without the `bench` dispatcher), the other
 backends of `bench score`, and the floors: a process that only imports hotcoco, and one that imports
 what `bench score` imports before scoring.
 
@@ -214,14 +214,14 @@ def commands(workdir: Path, files: dict[str, Path], max_det: int) -> dict[str, l
     rows.update({
         "bench score --backend fast, predictions.json.gz": [*score, gt, pred_gz, "--max-det", md],
         "bare hotcoco script, predictions.json.gz": [py, str(workdir / "bare_hotcoco.py"), gt, pred_gz, md],
-        "python -m bench_assets.rf100vl.score_cli --backend fast": [py, "-m", "bench_assets.rf100vl.score_cli", gt,
+        "python -m bench_assets.cli.score --backend fast": [py, "-m", "bench_assets.cli.score", gt,
                                                                     pred, "--max-det", md],
         "bench score --backend hotcoco": [*score, gt, pred, "--backend", "hotcoco", "--max-det", md],
         "bench score --backend faster-coco-eval": [*score, gt, pred, "--backend", "faster-coco-eval", "--max-det",
                                                    md],
         "floor: python -c 'import hotcoco'": [py, "-c", "import hotcoco"],
-        "floor: the imports of bench score": [py, "-c", "import bench_assets.cli, bench_assets.rf100vl.score_cli, "
-                                                        "bench_assets.rf100vl.scoring, hotcoco"],
+        "floor: the imports of bench score": [py, "-c", "import bench_assets.cli, bench_assets.cli.score, "
+                                                        "bench_assets.rf100vl.scoring.coco, hotcoco"],
     })
     return rows
 
@@ -267,7 +267,7 @@ def parity_check(workdir: Path, files: dict[str, Path], max_det: int, subject_ou
     printed metrics vs the in-process ones."""
     import numpy as np
 
-    from bench_assets.rf100vl import scoring
+    from bench_assets.rf100vl.scoring import coco as scoring
 
     gt, dets = scoring.load_json_any(files["gt"]), scoring.load_json_any(files["pred"])
     fast = scoring.score(gt, dets, backend="fast", max_det=max_det)

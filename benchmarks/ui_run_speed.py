@@ -98,8 +98,8 @@ def main() -> int:
     from bench_assets.cli.location import load_location
     from bench_assets.platform.instance import open_instance
     from bench_assets.report.jobs import warehouse_job
-    from bench_assets.rf100vl.jobs import dataset_job
-    from bench_assets.rf100vl.partitions import register_partitions
+    from bench_assets.rf100vl.defs.jobs import dataset_job
+    from bench_assets.rf100vl.defs.partitions import register_partitions
     from tests.synthetic_campaign import make_campaign
 
     make_campaign(home, n_models=4, n_datasets=8, seed=0)

@@ -1,4 +1,4 @@
-"""Speed and memory benchmark of dataset verification (`bench_assets.rf100vl.verify.verify_dataset`).
+"""Speed and memory benchmark of dataset verification (`bench_assets.rf100vl.datasets.verify.verify_dataset`).
 
 Target: verifying a gwhd2021-sized split (6,000 images of 1024x1024, ~260k boxes) takes <= 20 s and
 <= 2 GB peak RSS on the reference machine.
@@ -149,7 +149,7 @@ def _child(task: str, root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     train_json = root / "train" / ANNOTATIONS_FILE
     if task in ("verify", "verify_deep"):
-        from bench_assets.rf100vl.verify import verify_dataset
+        from bench_assets.rf100vl.datasets.verify import verify_dataset
 
         t0 = time.perf_counter()
         v = verify_dataset(root, deep=task == "verify_deep")
@@ -173,8 +173,8 @@ def _child(task: str, root: Path) -> dict[str, Any]:
         out["wall_s"] = time.perf_counter() - t0
         out["annotations"] = len(doc["annotations"])
     elif task == "materialize":
-        from bench_assets.rf100vl.sources import SourceSpec
-        from bench_assets.rf100vl.store import materialize_dataset
+        from bench_assets.rf100vl.datasets.sources import SourceSpec
+        from bench_assets.rf100vl.datasets.store import materialize_dataset
 
         home = Path(tempfile.mkdtemp(prefix="bench-home-", dir=root.parent))
         try:

@@ -36,9 +36,9 @@ CHILDREN=${MUTATION_CHILDREN:-2}
 MIN=${MUTATION_MIN:-90}
 
 declare -A PATHS=(
-  [scoring]=bench_assets/rf100vl/scoring.py [sanity]=bench_assets/rf100vl/sanity.py
-  [warehouse_checks]=bench_assets/rf100vl/warehouse_checks.py [verify]=bench_assets/rf100vl/verify.py
-  [submission]=bench_assets/rf100vl/submission.py [lock]=bench_assets/rf100vl/lock.py
+  [scoring]=bench_assets/rf100vl/scoring/coco.py [sanity]=bench_assets/rf100vl/scoring/sanity.py
+  [warehouse_checks]=bench_assets/rf100vl/report/warehouse_checks.py [verify]=bench_assets/rf100vl/datasets/verify.py
+  [submission]=bench_assets/rf100vl/submission/build.py [lock]=bench_assets/rf100vl/datasets/lock.py
   [stats]=bench_assets/augbench/stats.py [bootstrap]=bench_assets/augbench/bootstrap.py
 )
 ORDER=(stats bootstrap sanity warehouse_checks verify submission scoring lock)  # lock last (issue 15)

@@ -48,8 +48,8 @@ def instance(bench_home: Path) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def mini_raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The four mini datasets generated once per session, raw Roboflow layout."""
-    from bench_assets.rf100vl.catalog import MINI_SUITE
-    from bench_assets.rf100vl.mini import generate_mini_dataset
+    from bench_assets.rf100vl.datasets.catalog import MINI_SUITE
+    from bench_assets.rf100vl.datasets.mini import generate_mini_dataset
 
     root = tmp_path_factory.mktemp("mini_raw")
     for name in MINI_SUITE:

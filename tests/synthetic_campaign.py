@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench_assets.platform.fsutil import atomic_write_json
-from bench_assets.rf100vl.catalog import load_catalog, suite_members
-from bench_assets.rf100vl.evaluation import (
+from bench_assets.rf100vl.datasets.catalog import load_catalog, suite_members
+from bench_assets.rf100vl.scoring.eval_store import (
     CONF,
     MAX_DET,
     NMS_IOU,
@@ -25,8 +25,8 @@ from bench_assets.rf100vl.evaluation import (
     scoring_code_sha256,
     scoring_engines,
 )
-from bench_assets.rf100vl.recipes import PROTOCOL_VERSION
-from bench_assets.rf100vl.runplan import AMP_DTYPES
+from bench_assets.rf100vl.training.recipes import PROTOCOL_VERSION
+from bench_assets.rf100vl.training.runplan import AMP_DTYPES
 
 METRICS = ("mAP50_95", "mAP50", "mAP75", "mAP_small", "mAP_medium", "mAP_large", "AR1", "AR10", "AR100",
            "AR_small", "AR_medium", "AR_large", "AR_max_det")
@@ -179,7 +179,7 @@ def make_campaign(home: Path, n_models: int = 4, n_datasets: int = 8, seed: int 
 
     Models are registered against `suite` only when all its datasets are included; otherwise against
     the explicit dataset list (so coverage is complete on clean data)."""
-    from bench_assets.rf100vl.models import ModelEntry, models_dir
+    from bench_assets.rf100vl.training.models import ModelEntry, models_dir
 
     rng = random.Random(seed)
     names = sorted(suite_members(suite))[:n_datasets]

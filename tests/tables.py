@@ -3,7 +3,7 @@ warehouse files by hand."""
 
 from bench_assets.augbench.warehouse_tables import TABLES as AUGBENCH_TABLES
 from bench_assets.platform import warehouse
-from bench_assets.rf100vl.warehouse_tables import TABLES as RF100VL_TABLES
+from bench_assets.rf100vl.report.warehouse_tables import TABLES as RF100VL_TABLES
 
 ALL_TABLES = (*RF100VL_TABLES, *AUGBENCH_TABLES)
 TABLES = {t.name: t for t in ALL_TABLES}

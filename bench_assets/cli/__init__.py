@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ.setdefault(var, "1")
     if argv[:1] == ["score"]:  # the fast path: no Dagster, no torch, no other verb's module
-        from bench_assets.rf100vl.score_cli import main as score_main
+        from bench_assets.cli.score import main as score_main
 
         return score_main(argv[1:])
     args = build_parser().parse_args(argv)

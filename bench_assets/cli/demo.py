@@ -17,10 +17,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from bench_assets.cli.location import load_location, run_job
     from bench_assets.cli.rf100vl import materialize_datasets, print_datasets, print_scores, run_campaign
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.catalog import suite_members
-    from bench_assets.rf100vl.jobs import campaign_job, catalog_job
-    from bench_assets.rf100vl.partitions import register_partitions
-    from bench_assets.rf100vl.sources import SourceSpec, register
+    from bench_assets.rf100vl.datasets.catalog import suite_members
+    from bench_assets.rf100vl.datasets.sources import SourceSpec, register
+    from bench_assets.rf100vl.defs.jobs import campaign_job, catalog_job
+    from bench_assets.rf100vl.defs.partitions import register_partitions
 
     home = bench_home_path()
     load_location(builds_report=not args.datasets_only)

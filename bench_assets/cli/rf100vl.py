@@ -16,7 +16,7 @@ from resources.paths import bench_home_path
 def materialize_datasets(instance: Any, names: list[str], run_config: dict | None = None) -> list[str]:
     """Run the dataset job per partition; return the names that failed (reasons printed)."""
     from bench_assets.cli.location import run_job
-    from bench_assets.rf100vl.jobs import dataset_job
+    from bench_assets.rf100vl.defs.jobs import dataset_job
 
     failed = []
     for name in names:
@@ -47,10 +47,10 @@ def print_scores(home: Path) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.inbox import inbox_name
-    from bench_assets.rf100vl.jobs import DATASET_OP
-    from bench_assets.rf100vl.partitions import register_import
-    from bench_assets.rf100vl.sources import check_dataset_name
+    from bench_assets.rf100vl.datasets.inbox import inbox_name
+    from bench_assets.rf100vl.datasets.sources import check_dataset_name
+    from bench_assets.rf100vl.defs.jobs import DATASET_OP
+    from bench_assets.rf100vl.defs.partitions import register_import
 
     path = Path(args.path).expanduser().resolve()
     if not path.exists():
@@ -71,8 +71,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_register(args: argparse.Namespace) -> int:
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.catalog import suite_members
-    from bench_assets.rf100vl.partitions import register_partitions
+    from bench_assets.rf100vl.datasets.catalog import suite_members
+    from bench_assets.rf100vl.defs.partitions import register_partitions
 
     try:
         names = suite_members(args.suite)
@@ -90,8 +90,8 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 def _dataset_rows(home: Path) -> list[dict[str, Any]]:
     """The current version of every stored dataset, then each blocked version with its reasons."""
-    from bench_assets.rf100vl.sources import read_spec
-    from bench_assets.rf100vl.store import blocked_versions, current_version, iter_versions, load_record
+    from bench_assets.rf100vl.datasets.sources import read_spec
+    from bench_assets.rf100vl.datasets.store import blocked_versions, current_version, iter_versions, load_record
 
     datasets_dir = home / "datasets"
     versions: dict[str, list[str]] = {}
@@ -144,8 +144,8 @@ def cmd_check_datasets(args: argparse.Namespace) -> int:
     """Re-run the dataset checks on the current versions as stored now (nothing is re-imported)."""
     from bench_assets.cli.location import run_job
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.jobs import dataset_job
-    from bench_assets.rf100vl.store import current_version, iter_versions, why_no_current
+    from bench_assets.rf100vl.datasets.store import current_version, iter_versions, why_no_current
+    from bench_assets.rf100vl.defs.jobs import dataset_job
 
     home = bench_home_path()
     names = args.names or sorted({n for n, _ in iter_versions(home / "datasets")})
@@ -170,7 +170,7 @@ def cmd_check_datasets(args: argparse.Namespace) -> int:
 def _owned_paths(home: Path, kind: str, name: str) -> list[Path]:
     """What `--purge` removes: a dataset's versions, source record, inbox entry and the runs and evaluations made
     on it; a model's runs, evaluations, registration and submission."""
-    from bench_assets.rf100vl.inbox import REFUSED_SUFFIX, TAR_SUFFIXES
+    from bench_assets.rf100vl.datasets.inbox import REFUSED_SUFFIX, TAR_SUFFIXES
 
     if kind == "dataset":
         inbox = home / "inbox"
@@ -201,9 +201,9 @@ def remove_partition(kind: str, name: str, purge: bool) -> int:
     from bench_assets.cli.location import load_for_runs
     from bench_assets.platform.fsutil import remove_path, staging_dir
     from bench_assets.platform.instance import open_instance, remove_partitions
-    from bench_assets.rf100vl.partition_guard import partition_assets
-    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
-    from bench_assets.rf100vl.sources import NAME_RE
+    from bench_assets.rf100vl.datasets.sources import NAME_RE
+    from bench_assets.rf100vl.defs.partition_guard import partition_assets
+    from bench_assets.rf100vl.defs.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
 
     partitions_name = DATASET_PARTITIONS_NAME if kind == "dataset" else MODEL_PARTITIONS_NAME
     home = bench_home_path()
@@ -263,11 +263,11 @@ def cmd_remove_model(args: argparse.Namespace) -> int:
 def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, suite: str | None,
                            datasets: str | None) -> list[str]:
     """Validate and record the model and its recipe, register partitions, import missing datasets."""
-    from bench_assets.rf100vl.catalog import suite_members
-    from bench_assets.rf100vl.models import register_model
-    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
-    from bench_assets.rf100vl.sources import SourceSpec, register
-    from bench_assets.rf100vl.store import current_version
+    from bench_assets.rf100vl.datasets.catalog import suite_members
+    from bench_assets.rf100vl.datasets.sources import SourceSpec, register
+    from bench_assets.rf100vl.datasets.store import current_version
+    from bench_assets.rf100vl.defs.partitions import register_model_partition, register_partitions
+    from bench_assets.rf100vl.training.models import register_model
 
     chosen = [d for d in (datasets or "").split(",") if d]
     names = suite_members(suite) if suite else chosen
@@ -292,7 +292,7 @@ def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, s
 
 def _build_submission(instance: Any, model: str) -> int:
     from bench_assets.cli.location import run_job
-    from bench_assets.rf100vl.jobs import submission_job
+    from bench_assets.rf100vl.defs.jobs import submission_job
 
     return report(run_job(instance, submission_job, partition_key=model), f"submission {model}")
 
@@ -306,9 +306,9 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
     from bench_assets.platform.cluster_submit import submit, wait
     from bench_assets.platform.instance import open_instance
     from bench_assets.platform.run_pool import run_all
-    from bench_assets.rf100vl.campaign import longest_first, pool_runs
-    from bench_assets.rf100vl.jobs import campaign_job, train_job
-    from bench_assets.rf100vl.recipes import RecipeError
+    from bench_assets.rf100vl.defs.campaign_runs import longest_first, pool_runs
+    from bench_assets.rf100vl.defs.jobs import campaign_job, train_job
+    from bench_assets.rf100vl.training.recipes import RecipeError
     from resources.lanes import lanes_from_env
 
     if not (suite or datasets):
@@ -361,13 +361,13 @@ def _campaign(args: argparse.Namespace, job: Any) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from bench_assets.rf100vl.jobs import train_job
+    from bench_assets.rf100vl.defs.jobs import train_job
 
     return _campaign(args, train_job)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from bench_assets.rf100vl.jobs import campaign_job
+    from bench_assets.rf100vl.defs.jobs import campaign_job
 
     return _campaign(args, campaign_job)
 
@@ -376,11 +376,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     """Per model: done / running / queued / failed / missing partitions of its suite, and an ETA (the lane
     planner's makespan of what is left: cost_model.py, lane_plan.py)."""
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.progress import campaign_lanes, campaign_progress, format_progress, remaining_eta
+    from bench_assets.rf100vl.campaign.progress import campaign_lanes, campaign_progress, format_progress, remaining_eta
 
     home = bench_home_path()
     lanes = campaign_lanes(home)
-    progress = campaign_progress(home, open_instance(home), [args.model] if args.model else None)
+    from bench_assets.rf100vl.defs.jobs import latest_runs
+
+    progress = campaign_progress(home, latest_runs(open_instance(home)), [args.model] if args.model else None)
     etas = {p.model: remaining_eta(home, p, lanes) for p in progress}
     if args.json:
         print(json.dumps([{"model": p.model, "suite": p.suite, "states": p.states,
@@ -394,10 +396,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     """Predicted makespan and finish time of a model's campaign on N GPUs (or CPU lanes), longest first, for
     1-4 jobs per GPU, with a suggestion."""
-    from bench_assets.rf100vl.catalog import suite_members
-    from bench_assets.rf100vl.evaluation import current_score
-    from bench_assets.rf100vl.models import model_recipe
-    from bench_assets.rf100vl.plan import plan_campaign
+    from bench_assets.rf100vl.campaign.plan import plan_campaign
+    from bench_assets.rf100vl.datasets.catalog import suite_members
+    from bench_assets.rf100vl.scoring.eval_store import current_score
+    from bench_assets.rf100vl.training.models import model_recipe
 
     home = bench_home_path()
     try:
@@ -421,7 +423,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_submission_import(args: argparse.Namespace) -> int:
     """Store an existing va.submission.v1 file so it sits beside our models in every mart."""
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.submission import SubmissionError, import_submission
+    from bench_assets.rf100vl.submission.build import SubmissionError, import_submission
 
     home = bench_home_path()
     try:
@@ -438,8 +440,8 @@ def cmd_submission_import(args: argparse.Namespace) -> int:
 
 def cmd_submission_build(args: argparse.Namespace) -> int:
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.partitions import register_model_partition
-    from bench_assets.rf100vl.submission import submission_path
+    from bench_assets.rf100vl.defs.partitions import register_model_partition
+    from bench_assets.rf100vl.submission.build import submission_path
 
     home = bench_home_path()
     instance = open_instance(home)
@@ -460,7 +462,7 @@ def cmd_submission_build(args: argparse.Namespace) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     """Upload a model's results and/or checkpoints to a HF dataset repo, then verify by listing the remote."""
-    from bench_assets.rf100vl.publish import publish_main
+    from bench_assets.rf100vl.submission.publish import publish_main
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr if msg.startswith("publish failed") else sys.stdout)
@@ -470,13 +472,6 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from bench_assets.rf100vl.rescore import rescore_all
+    from bench_assets.rf100vl.scoring.rescore import rescore_all
 
     return rescore_all(bench_home_path(), model=args.model, datasets=args.datasets)
-
-
-def score_main(argv: list[str]) -> int:
-    """`bench score GT PRED`: the fast path (no Dagster, no torch); it parses its own arguments."""
-    from bench_assets.rf100vl.score_cli import main
-
-    return main(argv)

@@ -8,6 +8,7 @@ contributes the same way and needs no edit to the report or to this platform.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,6 +33,9 @@ class FamilyContribution:
     reads: tuple[Any, ...] = ()  # assets (or asset keys) the table builders read: the loader depends on them
     warehouse_checks: tuple[dg.AssetChecksDefinition, ...] = ()  # checks on WAREHOUSE_KEY
     pages: tuple[Page, ...] = ()
+    # A run's tags -> its `dagster/priority` when queued without one (None: not this family's to order); the
+    # instance's run coordinator calls it (platform/run_queue.py; listed in resources/dagster.yaml).
+    run_priority: Callable[[Mapping[str, str]], str | None] | None = None
 
 
 class Family(Protocol):

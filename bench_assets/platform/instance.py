@@ -12,11 +12,11 @@ import fcntl
 import os
 import socket
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench_assets.platform.fsutil import atomic_write_text, pid_alive
+from bench_assets.platform.instance_template import template_text, upgraded
 from resources.lanes import lanes_from_env
 
 if TYPE_CHECKING:
@@ -46,7 +46,9 @@ def prepare_home(home: Path) -> Path:
     dh.mkdir(parents=True, exist_ok=True)
     cfg = dh / "dagster.yaml"
     if not cfg.exists():  # two processes may get here at once: each writes a private temp file
-        atomic_write_text(cfg, resources.files("resources").joinpath("dagster.yaml").read_text())
+        atomic_write_text(cfg, template_text())
+    elif (new := upgraded(cfg.read_text())) is not None:  # a home from before the run coordinator moved
+        atomic_write_text(cfg, new)
     os.environ["DAGSTER_HOME"] = str(dh)
     os.environ["BENCH_HOME"] = str(home)
     return dh

@@ -6,24 +6,25 @@ import dagster as dg
 
 from bench_assets.platform.contribution import FamilyContribution
 from bench_assets.platform.report_pages import Page
-from bench_assets.rf100vl.campaign_view import campaign_status
-from bench_assets.rf100vl.checkpoint_assets import checkpoint, labels_reached_loss, training_finished
-from bench_assets.rf100vl.checks import catalog_checks, dataset_checks
-from bench_assets.rf100vl.dataset_assets import catalog, dataset
-from bench_assets.rf100vl.jobs import JOBS
-from bench_assets.rf100vl.partition_guard import rf100vl_partition_guard
-from bench_assets.rf100vl.prediction_assets import predicted_classes_exist, predictions
-from bench_assets.rf100vl.report_page import MARTS, render_page
-from bench_assets.rf100vl.schedules import (
+from bench_assets.rf100vl.campaign.priority import run_priority
+from bench_assets.rf100vl.defs.campaign_view import campaign_status
+from bench_assets.rf100vl.defs.checkpoint_assets import checkpoint, labels_reached_loss, training_finished
+from bench_assets.rf100vl.defs.dataset_assets import catalog, dataset
+from bench_assets.rf100vl.defs.dataset_checks import catalog_checks, dataset_checks
+from bench_assets.rf100vl.defs.jobs import JOBS
+from bench_assets.rf100vl.defs.partition_guard import rf100vl_partition_guard
+from bench_assets.rf100vl.defs.prediction_assets import predicted_classes_exist, predictions
+from bench_assets.rf100vl.defs.schedules import (
     rescore_on_scoring_change,
     rf100vl_backfill,
     rf100vl_dataset_backfill,
 )
-from bench_assets.rf100vl.score_assets import score_well_formed, scores
-from bench_assets.rf100vl.sensors import inbox_sensor
-from bench_assets.rf100vl.submission_assets import submission
-from bench_assets.rf100vl.warehouse_check_assets import warehouse_checks
-from bench_assets.rf100vl.warehouse_tables import TABLES
+from bench_assets.rf100vl.defs.score_assets import score_well_formed, scores
+from bench_assets.rf100vl.defs.sensors import inbox_sensor
+from bench_assets.rf100vl.defs.submission_assets import submission
+from bench_assets.rf100vl.defs.warehouse_check_assets import warehouse_checks
+from bench_assets.rf100vl.report.page import MARTS, render_page
+from bench_assets.rf100vl.report.warehouse_tables import TABLES
 from resources.gpu_lanes import GpuLanes
 
 defs = dg.Definitions(
@@ -45,4 +46,5 @@ contribution = FamilyContribution(
     reads=(dataset, checkpoint, scores, submission),
     warehouse_checks=tuple(warehouse_checks),
     pages=(Page("rf100vl", tuple(MARTS), render_page),),
+    run_priority=run_priority,
 )

@@ -63,7 +63,7 @@ def _alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def recipe() -> Iterator[Path]:
     """The smoke recipe with EPOCHS epochs, at RECIPE (CAMPAIGN names it): one file for the cluster and one box."""
-    from bench_assets.rf100vl.recipes import RECIPES_DIR
+    from bench_assets.rf100vl.training.recipes import RECIPES_DIR
 
     doc = json.loads((RECIPES_DIR / "smoke" / "yolo9.json").read_text())
     doc["protocol"]["epochs"] = EPOCHS
@@ -403,6 +403,6 @@ def _run_log(home: Path, run_id: str) -> str:
 
 
 def _train_images(home: Path) -> dict[str, int]:
-    from bench_assets.rf100vl.store import load_record
+    from bench_assets.rf100vl.datasets.store import load_record
 
     return {ds: int(load_record(home / "datasets", ds).manifest["splits"]["train"]["images"]) for ds in DATASETS}

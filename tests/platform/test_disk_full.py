@@ -27,8 +27,8 @@ import contextlib, io, json, sys
 from pathlib import Path
 from bench_assets.cli import main
 from bench_assets.platform.fsutil import DiskSpaceError
-from bench_assets.rf100vl.sources import SourceSpec
-from bench_assets.rf100vl.store import materialize_dataset
+from bench_assets.rf100vl.datasets.sources import SourceSpec
+from bench_assets.rf100vl.datasets.store import materialize_dataset
 
 out = {}
 for label, argv in (("too_big", ["datasets", "import", sys.argv[1], "--name", "too-big"]),

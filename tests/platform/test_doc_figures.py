@@ -28,6 +28,10 @@ PENDING = {
 }
 
 
+# The training child's module, as profiles recorded it before and after rf100vl's stage sub-packages.
+TRAIN_CHILD_KINDS = ("bench_assets.rf100vl.child.train", "bench_assets.rf100vl.training.child.train")
+
+
 def _cluster(r: dict[str, Any]) -> list[str]:
     run, writes = r["per_run"], r["postgres_writes"]
     small, big = r["partition_pages"]
@@ -296,7 +300,7 @@ def _suite_profile(r: dict[str, Any]) -> list[str]:
 
 def _suite_profile_full(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's profile of make test's whole selection: summary, twelve largest kinds, training total."""
-    train = [k for k in r["by_kind"] if k["kind"].startswith("bench_assets.rf100vl.child.train")]
+    train = [k for k in r["by_kind"] if k["kind"].startswith(TRAIN_CHILD_KINDS)]
     return [*_profile_summary(r, 12),
             f"Training children of every kind among the 40 largest: {sum(k['cpu_s'] for k in train):.1f} CPU s in "
             f"{sum(k['processes'] for k in train)} processes",

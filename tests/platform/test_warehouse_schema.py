@@ -7,8 +7,8 @@ from pathlib import Path
 import duckdb
 
 from bench_assets.platform.warehouse import column_drift, rebuild_warehouse
-from bench_assets.rf100vl.sources import local_spec
-from bench_assets.rf100vl.store import materialize_dataset
+from bench_assets.rf100vl.datasets.sources import local_spec
+from bench_assets.rf100vl.datasets.store import materialize_dataset
 from tests.conftest import broken
 from tests.tables import ALL_TABLES, TABLE_SCHEMAS, TABLES
 

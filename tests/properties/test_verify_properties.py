@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from bench_assets.rf100vl.verify import (
+from bench_assets.rf100vl.datasets.verify import (
     ANNOTATIONS_FILE,
     AREA_REL_TOLERANCE,
     BBOX_TOLERANCE_PX,

@@ -40,8 +40,8 @@ def _report_as_built(bench_home: Path, instance) -> tuple[dg.Definitions, set[dg
     warehouse feeds (its dbt build is tested elsewhere)."""
     from bench_assets.cli.location import load_location, run_job
     from bench_assets.report.jobs import warehouse_job
-    from bench_assets.rf100vl.catalog import load_catalog
-    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
+    from bench_assets.rf100vl.datasets.catalog import load_catalog
+    from bench_assets.rf100vl.defs.partitions import register_model_partition, register_partitions
 
     make_campaign(bench_home, n_models=2, n_datasets=4, seed=3)
     names = sorted(p.name for p in (bench_home / "datasets").iterdir())
@@ -65,7 +65,7 @@ def _landed(instance, keys) -> None:  # noqa: ANN001
 
 def test_an_upstream_run_refreshes_the_report_despite_missing_partitions(bench_home: Path, instance) -> None:  # noqa: ANN001
     from bench_assets.cli.location import run_job
-    from bench_assets.rf100vl.jobs import submission_job
+    from bench_assets.rf100vl.defs.jobs import submission_job
 
     defs, below = _report_as_built(bench_home, instance)
     quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
@@ -89,7 +89,7 @@ def test_an_update_that_lands_with_the_rebuild_it_follows_is_not_lost(bench_home
     that never came). A change now stays pending until the asset is requested again."""
     from bench_assets.cli.location import run_job
     from bench_assets.report.jobs import warehouse_job
-    from bench_assets.rf100vl.jobs import submission_job
+    from bench_assets.rf100vl.defs.jobs import submission_job
 
     defs, below = _report_as_built(bench_home, instance)
     quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)

@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from bench_assets.platform.warehouse import rebuild_warehouse
-from bench_assets.rf100vl.sources import local_spec
-from bench_assets.rf100vl.store import materialize_dataset
+from bench_assets.rf100vl.datasets.sources import local_spec
+from bench_assets.rf100vl.datasets.store import materialize_dataset
 from tests.conftest import REPO, broken
 from tests.tables import ALL_TABLES
 
@@ -69,8 +69,19 @@ def test_the_report_lists_every_check_of_the_location() -> None:
 
 def test_the_architecture_contract_holds() -> None:
     """`lint-imports` (pyproject.toml [tool.importlinter]): families and report independent, the platform imports
-    none of them nor the CLI, resources/ nothing from bench_assets, nobody imports definitions, no cycles."""
+    none of them nor the CLI, resources/ nothing from bench_assets, nobody imports definitions, rf100vl's stages in
+    order below its Dagster shells, only rf100vl's training children import torch and LibreYOLO, no cycles."""
     r = subprocess.run([str(Path(sys.executable).with_name("lint-imports"))], cwd=REPO, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:]
-    assert "0 broken" in r.stdout and "6 kept" in r.stdout
+    assert "0 broken" in r.stdout and "8 kept" in r.stdout
+
+
+def test_the_instance_template_lists_exactly_the_families_run_priorities() -> None:
+    """The run coordinator calls what `resources/dagster.yaml` names; that list is the families' contributions."""
+    import definitions
+    from bench_assets.platform.instance_template import template_run_coordinator
+    from bench_assets.platform.run_queue import function_name
+
+    asked = [function_name(f.contribution.run_priority) for f in definitions.FAMILIES if f.contribution.run_priority]
+    assert asked and template_run_coordinator()["config"]["priorities"] == asked

@@ -236,7 +236,7 @@ def test_published_comparison_ranks_everyone_against_the_best_published(built: t
 
 
 def test_model_comparison_is_a_deterministic_paired_bootstrap(built: tuple[Path, dict]) -> None:
-    from bench_assets.rf100vl.comparison import paired_bootstrap
+    from bench_assets.rf100vl.report.comparison import paired_bootstrap
 
     home, _ = built
     rows = query(report_db_path(home), "SELECT * FROM model_comparison")

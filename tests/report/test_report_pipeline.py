@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench_assets.platform.warehouse import query
-from bench_assets.rf100vl.submission import build_submission, import_submission
+from bench_assets.rf100vl.submission.build import build_submission, import_submission
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 

@@ -299,7 +299,7 @@ def test_catalog_and_lineage_show_every_asset(ui: Ui, page: Any) -> None:
 
 
 def test_warehouse_materialized_and_its_checks_pass(ui: Ui, page: Any) -> None:
-    from bench_assets.rf100vl import warehouse_checks as cc
+    from bench_assets.rf100vl.report import warehouse_checks as cc
 
     _assert_materialized(page, "report/warehouse")
     rows = {"rows_scores": N_MODELS * N_DATASETS, "rows_runs": N_MODELS * N_DATASETS, "rows_datasets": N_DATASETS,
@@ -334,7 +334,7 @@ def test_leaderboard_materialized_and_its_dbt_tests_pass(ui: Ui, page: Any) -> N
 
 
 def test_a_planted_defect_turns_selection_vs_test_red(ui: Ui, page: Any) -> None:
-    from bench_assets.rf100vl import warehouse_checks as cc
+    from bench_assets.rf100vl.report import warehouse_checks as cc
     from tests.rf100vl.test_warehouse_checks import _current_score_file, _current_stats_file, _datasets, _edit
 
     ds = _datasets(ui.home)[2]
@@ -400,8 +400,8 @@ def test_a_ui_materialization_reaches_the_leaderboard_without_a_manual_step(ui: 
     """Materialize rf100vl/submission for every model from its asset page ("Materialize..." -> "All" -> "Launch
     backfill"); the backfill finishes, and the report's automation (the daemon of `bench ui` evaluating
     `report_automation`) rebuilds the warehouse and the leaderboard mart after it, with nobody launching them."""
-    from bench_assets.rf100vl.models import iter_entries
-    from bench_assets.rf100vl.partitions import register_model_partition
+    from bench_assets.rf100vl.defs.partitions import register_model_partition
+    from bench_assets.rf100vl.training.models import iter_entries
 
     for entry in iter_entries(ui.home):
         register_model_partition(ui.instance, entry.model)
@@ -442,7 +442,7 @@ def test_a_partition_name_typed_in_the_ui_that_names_nothing_is_removed_with_the
     """"Add a partition" in the launch dialog accepts any name (Dagster cannot refuse it there); the
     rf100vl_partition_guard sensor, run by the daemon of `bench ui`, removes a name that is no known dataset and
     says why in its tick, while the real partitions stay."""
-    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME, register_partitions
+    from bench_assets.rf100vl.defs.partitions import DATASET_PARTITIONS_NAME, register_partitions
 
     bad = "not-a-dataset"
     register_partitions(ui.instance, _datasets_of(ui.home))  # real ones, which the guard must keep

@@ -9,13 +9,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bench_assets.rf100vl.models import ModelEntry, models_dir
-from bench_assets.rf100vl.progress import campaign_progress, classify
-from bench_assets.rf100vl.schedules import (
+from bench_assets.rf100vl.campaign.progress import campaign_progress, classify
+from bench_assets.rf100vl.defs.jobs import latest_runs
+from bench_assets.rf100vl.defs.schedules import (
     rescore_on_scoring_change,
     rf100vl_backfill,
     rf100vl_dataset_backfill,
 )
+from bench_assets.rf100vl.training.models import ModelEntry, models_dir
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
@@ -53,7 +54,7 @@ def test_backfill_requests_missing_and_failed_partitions_only(campaign, instance
     _add_run(instance, f"{names[2]}|syna-s", dg.DagsterRunStatus.STARTED)
     _add_run(instance, f"{names[3]}|syna-t", dg.DagsterRunStatus.NOT_STARTED)  # waiting to start
 
-    states = {p.model: p.states for p in campaign_progress(home, instance)}
+    states = {p.model: p.states for p in campaign_progress(home, latest_runs(instance))}
     assert states["syna-t"][names[0]] == "missing" and states["syna-s"][names[1]] == "failed"
     assert states["syna-s"][names[2]] == "running" and states["syna-t"][names[3]] == "queued"
 
@@ -133,11 +134,11 @@ def test_runs_queued_without_a_priority_get_the_longest_first_one(campaign, inst
     from dagster._core.run_coordinator import SubmitRunContext
     from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
-    from bench_assets.rf100vl.run_queue import LongestFirstRunCoordinator
-    from bench_assets.rf100vl.store import load_record
+    from bench_assets.platform.run_queue import PriorityRunCoordinator
+    from bench_assets.rf100vl.datasets.store import load_record
 
     home, names = campaign
-    assert isinstance(instance.run_coordinator, LongestFirstRunCoordinator)  # what the home's dagster.yaml names
+    assert isinstance(instance.run_coordinator, PriorityRunCoordinator)  # what the home's dagster.yaml names
 
     origin = RemoteJobOrigin(RemoteRepositoryOrigin(InProcessCodeLocationOrigin(
         LoadableTargetOrigin(python_file="definitions.py")), "__repository__"), "__ASSET_JOB")  # queued runs need one

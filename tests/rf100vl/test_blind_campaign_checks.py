@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench_assets.platform.fsutil import atomic_write_json
-from bench_assets.rf100vl import warehouse_checks as cc
-from bench_assets.rf100vl.submission import build_submission, submission_path
+from bench_assets.rf100vl.report import warehouse_checks as cc
+from bench_assets.rf100vl.submission.build import build_submission, submission_path
 from tests.synthetic_campaign import METRICS
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -137,7 +137,7 @@ def test_a_stale_submission_lists_the_offending_row(home: Path) -> None:
 def test_an_imported_submission_is_never_stale(home: Path) -> None:
     """Only our own submissions are compared with our current scores (an imported entry of another lab that
     happens to share a model name with no score of ours is not a drift)."""
-    from bench_assets.rf100vl.submission import imported_dir
+    from bench_assets.rf100vl.submission.build import imported_dir
 
     doc = _submit(home, "syna-t")
     submission_path(home, "syna-t").unlink()

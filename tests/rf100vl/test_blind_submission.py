@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.submission import SubmissionError, build_submission, check_imported
+from bench_assets.rf100vl.submission.build import SubmissionError, build_submission, check_imported
 from tests.synthetic_campaign import make_campaign
 
 TREE = {"commit": "0" * 40, "dirty": False, "changed_files": []}

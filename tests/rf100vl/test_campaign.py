@@ -21,8 +21,8 @@ import duckdb
 import pytest
 
 from bench_assets.report.jobs import warehouse_job
-from bench_assets.rf100vl.jobs import campaign_job, dataset_job, eval_job, rescore_job, train_job
-from bench_assets.rf100vl.recipes import RECIPES_DIR
+from bench_assets.rf100vl.defs.jobs import campaign_job, dataset_job, eval_job, rescore_job, train_job
+from bench_assets.rf100vl.training.recipes import RECIPES_DIR
 from tests.conftest import BENCH, REPO
 
 pytestmark = pytest.mark.slow
@@ -50,8 +50,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def inst(home: Path):  # noqa: ANN201
     from bench_assets.cli.location import run_job
     from bench_assets.platform.instance import open_instance
-    from bench_assets.rf100vl.partitions import register_model_partition, register_partitions
-    from bench_assets.rf100vl.sources import SourceSpec, register
+    from bench_assets.rf100vl.datasets.sources import SourceSpec, register
+    from bench_assets.rf100vl.defs.partitions import register_model_partition, register_partitions
 
     instance = open_instance(home)
     for name in ("mini-tiny", "mini-shapes"):
@@ -66,7 +66,7 @@ def inst(home: Path):  # noqa: ANN201
 def _training_children() -> list[str]:
     """Training children of this test's BENCH_HOME (their spec path lies under it)."""
     home = os.environ["BENCH_HOME"]
-    out = subprocess.run(["pgrep", "-af", "bench_assets.rf100vl.child.train"], capture_output=True, text=True)
+    out = subprocess.run(["pgrep", "-af", "bench_assets.rf100vl.training.child.train"], capture_output=True, text=True)
     return [line.split()[0] for line in out.stdout.splitlines() if home in line]
 
 
@@ -89,7 +89,7 @@ def _meta(inst, asset: str, ds: str) -> dict:  # noqa: ANN001
 
 def test_train_predict_score_then_reuse(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
     recipe = _recipe(tmp_path_factory.mktemp("r"), "tiny")
-    from bench_assets.rf100vl.models import register_model
+    from bench_assets.rf100vl.training.models import register_model
 
     register_model(home, "yolo9-t", str(recipe), datasets=["mini-tiny"])  # coverage is judged against this list
     out = _run(inst, campaign_job, "mini-tiny")
@@ -139,14 +139,14 @@ def test_oom_restarts_with_fallback_batch_and_keeps_effective_batch(inst, home: 
 
 def test_kill_mid_training_then_resume(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
     recipe = _recipe(tmp_path_factory.mktemp("r"), "resume", epochs=3)
-    from bench_assets.rf100vl.models import register_model
+    from bench_assets.rf100vl.training.models import register_model
 
     register_model(home, "yolo9-t", str(recipe))
     cfg = json.dumps({"ops": {"rf100vl__checkpoint": {"config": {"fault_sleep_per_step_s": 0.6}}}})
     env = {**os.environ}
     # One partition's run in a process of its own (as a run-pool worker holds it), to be killed mid-training.
     script = ("import json, sys; import dagster as dg; from bench_assets.cli.location import run_job; "
-              "from bench_assets.platform.instance import open_instance; from bench_assets.rf100vl.jobs import "
+              "from bench_assets.platform.instance import open_instance; from bench_assets.rf100vl.defs.jobs import "
               "train_job; from resources.paths import bench_home_path; "
               "run_job(open_instance(bench_home_path()), train_job, run_config=json.loads(sys.argv[1]), "
               "partition_key=dg.MultiPartitionKey({'dataset': 'mini-tiny', 'model': 'yolo9-t'}))")
@@ -187,7 +187,7 @@ def test_timeout_kills_child_tree_and_fails_only_that_partition(inst, home: Path
 def test_bad_recipe_fails_its_partition_with_the_field(inst, home: Path, tmp_path_factory) -> None:  # noqa: ANN001
     """The model's registered recipe file was edited into a bad one after registration (registration itself
     refuses a bad recipe): training that partition fails, naming the field. The registration is put back after."""
-    from bench_assets.rf100vl.models import models_dir, register_model
+    from bench_assets.rf100vl.training.models import models_dir, register_model
 
     entry = models_dir(home) / "yolo9-t.json"
     registered = entry.read_bytes() if entry.exists() else None  # earlier tests' small recipe, later tests use it
@@ -208,7 +208,7 @@ def test_bad_recipe_fails_its_partition_with_the_field(inst, home: Path, tmp_pat
 
 
 def test_corrupt_predictions_fail_scoring_clearly(inst, home: Path) -> None:  # noqa: ANN001
-    from bench_assets.rf100vl.evaluation import current_predictions_meta, predictions_path
+    from bench_assets.rf100vl.scoring.eval_store import current_predictions_meta, predictions_path
 
     meta = current_predictions_meta(home, "yolo9-t", "mini-tiny")
     path = predictions_path(home, "yolo9-t", "mini-tiny", meta["fingerprint"])
@@ -230,7 +230,7 @@ def test_corrupt_predictions_fail_scoring_clearly(inst, home: Path) -> None:  # 
 
 
 def test_corrupt_checkpoint_fails_predictions_then_retrains(inst, home: Path) -> None:  # noqa: ANN001
-    from bench_assets.rf100vl.training import current_run
+    from bench_assets.rf100vl.training.train_run import current_run
 
     run_dir, stats = current_run(home / "runs", "yolo9-t", "mini-tiny")
     best = Path(stats["best_checkpoint"])
@@ -245,7 +245,7 @@ def test_corrupt_checkpoint_fails_predictions_then_retrains(inst, home: Path) ->
 
 def test_rescore_reports_drift(inst, home: Path) -> None:  # noqa: ANN001
     from bench_assets.cli.location import run_job
-    from bench_assets.rf100vl.rescore import rescore_all
+    from bench_assets.rf100vl.scoring.rescore import rescore_all
 
     assert run_job(inst, campaign_job, partition_key=_key("mini-tiny")).success
     assert rescore_all(home, model="yolo9-t") == 0

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, d
 
 
 def test_campaign_status_counts_every_state_and_agrees_with_bench_status(bench_home: Path, instance) -> None:  # noqa: ANN001
-    from bench_assets.rf100vl.campaign_view import campaign_status_result
+    from bench_assets.rf100vl.defs.campaign_view import campaign_status_result
     from tests.conftest import run_bench
 
     make_campaign(bench_home, n_models=2, n_datasets=6, seed=4)

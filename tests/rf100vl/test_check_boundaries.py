@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl import warehouse_checks as cc
-from bench_assets.rf100vl.evaluation import CONF, MAX_DET, NMS_IOU
-from bench_assets.rf100vl.warehouse_check_assets import AdjacentSizeConfig, SelectionVsTestConfig
+from bench_assets.rf100vl.defs.warehouse_check_assets import AdjacentSizeConfig, SelectionVsTestConfig
+from bench_assets.rf100vl.report import warehouse_checks as cc
+from bench_assets.rf100vl.scoring.eval_store import CONF, MAX_DET, NMS_IOU
 
 # The campaign fixtures are in tests/rf100vl/conftest.py; the file helpers are the warehouse-check tests' own.
 from tests.rf100vl.test_warehouse_checks import _current_score_file as _score_file  # noqa: E402
@@ -167,7 +167,7 @@ def test_backend_parity_a_differing_metric_alone_fails(home: Path) -> None:
 
 def _submit(home: Path, model: str) -> dict:
     from bench_assets.platform.fsutil import atomic_write_json
-    from bench_assets.rf100vl.submission import build_submission, submission_path
+    from bench_assets.rf100vl.submission.build import build_submission, submission_path
 
     doc = build_submission(home, model, tree={"commit": "x", "dirty": False, "changed_files": []})
     atomic_write_json(submission_path(home, model), doc)
@@ -178,7 +178,7 @@ def _submit(home: Path, model: str) -> dict:
 def test_submission_headline_mean_tolerance_boundary(home: Path, offset: float, passes: bool) -> None:
     """A stated headline 1e-7 off the mean of its datasets fails (MEAN_TOL 1e-9); 1e-11 (rounding) passes."""
     from bench_assets.platform.fsutil import atomic_write_json
-    from bench_assets.rf100vl.submission import submission_path
+    from bench_assets.rf100vl.submission.build import submission_path
 
     doc = _submit(home, "syna-t")
     doc["accuracy"]["mAP_50_95"] += offset

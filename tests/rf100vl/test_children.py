@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bench_assets.rf100vl.specs import EXIT_DONE, EXIT_FAILED, EXIT_OOM, PredictResult, TrainResult
+from bench_assets.rf100vl.training.specs import EXIT_DONE, EXIT_FAILED, EXIT_OOM, PredictResult, TrainResult
 
 REPO = Path(__file__).resolve().parents[2]
 IMGSZ = 128
@@ -43,7 +43,7 @@ def write_spec(path: Path, spec: dict[str, Any]) -> Path:
 
 def run_child(module: str, spec: Path, env: dict[str, str] | None = None,
               timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", f"bench_assets.rf100vl.child.{module}", str(spec)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", f"bench_assets.rf100vl.training.child.{module}", str(spec)], cwd=REPO,
                           env=env or child_env(), capture_output=True, text=True, timeout=timeout)
 
 
@@ -68,8 +68,8 @@ def torch_load(path: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """mini-tiny, canonicalised exactly as the platform stores it."""
-    from bench_assets.rf100vl.sources import SourceSpec
-    from bench_assets.rf100vl.store import materialize_dataset
+    from bench_assets.rf100vl.datasets.sources import SourceSpec
+    from bench_assets.rf100vl.datasets.store import materialize_dataset
 
     home = tmp_path_factory.mktemp("bench")
     return materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache").path
@@ -150,7 +150,7 @@ def test_kill_then_resume(tiny: Path, tmp_path: Path) -> None:
     # cache="disk" on top: its .npy sidecars must land in the run directory, never in the dataset store.
     spec = write_spec(tmp_path / "slow.json", train_spec(tiny, run_dir, epochs=3, cache="disk",
                                                         fault={"sleep_per_step_s": 0.4}))
-    proc = subprocess.Popen([sys.executable, "-m", "bench_assets.rf100vl.child.train", str(spec)], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-m", "bench_assets.rf100vl.training.child.train", str(spec)], cwd=REPO,
                             env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 180
@@ -196,7 +196,7 @@ def test_kill_then_resume(tiny: Path, tmp_path: Path) -> None:
 
 SAVE_LOOP = """
 import sys, torch
-from bench_assets.rf100vl.child.common import install_atomic_torch_save
+from bench_assets.rf100vl.training.child.common import install_atomic_torch_save
 install_atomic_torch_save()
 import libreyolo.training.trainer as trainer_module  # the very lookup LibreYOLO's _save_checkpoint does
 assert trainer_module.torch.save is not None and trainer_module.torch.save.__name__ == "atomic_torch_save"
@@ -237,7 +237,7 @@ def test_checkpoint_writes_survive_sigkill(tmp_path: Path) -> None:
         # What a kill can leave behind is a dot-temp file, which the next training child deletes.
         temps = list(target.parent.glob(".*.tmp"))
         mid_write += bool(temps)
-        from bench_assets.rf100vl.child.common import remove_stale_temps
+        from bench_assets.rf100vl.training.child.common import remove_stale_temps
 
         remove_stale_temps(target.parent)
         assert [p.name for p in target.parent.iterdir()] == ["last.pt"]
@@ -343,8 +343,8 @@ def test_last_checkpoint_is_written_after_best(tmp_path: Path, monkeypatch: pyte
     The child's deferred save writes last.pt last, so last.pt implies the rest of its epoch is on disk."""
     import torch
 
-    from bench_assets.rf100vl.child.train import _Hooks
-    from bench_assets.rf100vl.specs import FaultInjection
+    from bench_assets.rf100vl.training.child.train import _Hooks
+    from bench_assets.rf100vl.training.specs import FaultInjection
 
     order: list[str] = []
     monkeypatch.setattr(torch, "save", lambda obj, f, *a, **k: order.append(Path(str(f)).name))

@@ -69,7 +69,7 @@ def test_import_records_the_stated_roboflow_version(bench_home: Path, tmp_path: 
     """A local copy of a catalogue dataset carries no Roboflow version of its own: `--roboflow-version N` records
     it in the lock (project from the catalogue) and the warehouse; a version of another project, a non-integer
     or a dataset outside the catalogue without PROJECT/ is refused with the fix."""
-    from bench_assets.rf100vl.store import load_record
+    from bench_assets.rf100vl.datasets.store import load_record
 
     src = broken("valid_base", tmp_path)
     r = run_bench("datasets", "import", str(src), "--name", "cable-damage", "--roboflow-version", "1", home=bench_home)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench_assets.rf100vl.comparison import paired_bootstrap
+from bench_assets.rf100vl.report.comparison import paired_bootstrap
 
 
 def test_identical_models_are_indistinguishable() -> None:

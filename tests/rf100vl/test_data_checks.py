@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bench_assets.report.report_assets import marts_fresh
-from bench_assets.rf100vl import sanity
+from bench_assets.rf100vl.scoring import sanity
 
 STATS = {"model": "yolo9-t", "dataset": "mini-tiny", "epochs": 20, "epochs_done": 20, "best_epoch": 20,
          "valid_mAP50": 0.18298499677553964, "valid_mAP50_95": 0.04726653180500019,

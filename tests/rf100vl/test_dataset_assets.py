@@ -14,8 +14,8 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 from bench_assets.cli.location import run_job
 from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.report.jobs import warehouse_job
-from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job
-from bench_assets.rf100vl.partitions import register_import, register_partitions
+from bench_assets.rf100vl.defs.jobs import DATASET_OP, dataset_job
+from bench_assets.rf100vl.defs.partitions import register_import, register_partitions
 from tests.conftest import CORPUS, broken
 from tests.tables import ALL_TABLES
 
@@ -88,7 +88,7 @@ def test_bad_partition_fails_alone_and_loses_nothing(instance, bench_home: Path,
 def test_blocking_lock_predicate_blocks_a_version_whose_files_changed_after_placement(instance, bench_home,
                                                                                      tmp_path) -> None:
     assert _import(instance, "ds", broken("valid_base", tmp_path)).success
-    from bench_assets.rf100vl.store import current_version, load_record
+    from bench_assets.rf100vl.datasets.store import current_version, load_record
 
     rec = load_record(bench_home / "datasets", "ds")
     ann = rec.path / "train" / "_annotations.coco.json"
@@ -103,7 +103,7 @@ def test_blocking_lock_predicate_blocks_a_version_whose_files_changed_after_plac
 
 def test_lock_check_on_stored_files_fails_after_tampering(instance, bench_home, tmp_path) -> None:
     assert _import(instance, "ds", broken("valid_base", tmp_path)).success
-    from bench_assets.rf100vl.store import load_record
+    from bench_assets.rf100vl.datasets.store import load_record
 
     rec = load_record(bench_home / "datasets", "ds")
     assert run_job(instance, dataset_job, partition_key="ds", checks_only=True).success
@@ -116,7 +116,7 @@ def test_lock_check_on_stored_files_fails_after_tampering(instance, bench_home, 
 
 def test_hygiene_check_catches_planted_id_zero(instance, bench_home: Path, tmp_path: Path) -> None:
     assert _import(instance, "ds", broken("valid_base", tmp_path)).success
-    from bench_assets.rf100vl.store import load_record
+    from bench_assets.rf100vl.datasets.store import load_record
 
     rec = load_record(bench_home / "datasets", "ds")
     ann = rec.path / "valid" / "_annotations.coco.json"

@@ -1,5 +1,5 @@
-"""Edge cases of bench_assets/rf100vl/lock.py (format v2, per-image SHA-256) that kill mutants the other tests let
-survive (issue 15, docs/testing.md "Mutation testing"). Hashes are checked against hashlib on the documented
+"""Edge cases of bench_assets/rf100vl/datasets/lock.py (format v2, per-image SHA-256) that kill mutants the other tests
+let survive (issue 15, docs/testing.md "Mutation testing"). Hashes are checked against hashlib on the documented
 canonical text."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench_assets.platform.fsutil import canonical_json_sha256
-from bench_assets.rf100vl import lock
-from bench_assets.rf100vl.verify import ANNOTATIONS_FILE, SPLITS
+from bench_assets.rf100vl.datasets import lock
+from bench_assets.rf100vl.datasets.verify import ANNOTATIONS_FILE, SPLITS
 
 
 def _sha(text: str) -> str:

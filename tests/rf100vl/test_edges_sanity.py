@@ -1,4 +1,4 @@
-"""Edge cases of bench_assets/rf100vl/sanity.py that kill mutants the other tests let survive (issue 15,
+"""Edge cases of bench_assets/rf100vl/scoring/sanity.py that kill mutants the other tests let survive (issue 15,
 docs/testing.md "Mutation testing"): every branch's whole Finding (verdict, description, rows, facts, severity)
 against a hand-written expectation, and the boundaries of each comparison."""
 
@@ -9,7 +9,8 @@ import math
 import pytest
 
 from bench_assets.platform.findings import Finding
-from bench_assets.rf100vl import sanity, scoring
+from bench_assets.rf100vl.scoring import coco as scoring
+from bench_assets.rf100vl.scoring import sanity
 
 # ---------------------------------------------------------------------------------------------
 # object sizes

@@ -1,4 +1,4 @@
-"""Edge cases of bench_assets/rf100vl/scoring.py that kill mutants the other tests let survive (issue 15,
+"""Edge cases of bench_assets/rf100vl/scoring/coco.py that kill mutants the other tests let survive (issue 15,
 docs/testing.md "Mutation testing")."""
 
 import copy
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench_assets.rf100vl import scoring
+from bench_assets.rf100vl.scoring import coco as scoring
 
 PARAMS = SimpleNamespace(maxDets=[1, 10, 100, 500], iouThrs=np.linspace(0.5, 0.95, 10),
                          areaRngLbl=["all", "small", "medium", "large"])

@@ -1,4 +1,4 @@
-"""Edge cases of bench_assets/rf100vl/submission.py that kill mutants the other tests let survive (issue 15,
+"""Edge cases of bench_assets/rf100vl/submission/build.py that kill mutants the other tests let survive (issue 15,
 docs/testing.md "Mutation testing")."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bench_assets.platform.fsutil import canonical_json_sha256
-from bench_assets.rf100vl import submission as sm
-from bench_assets.rf100vl import submission_shape as shape
+from bench_assets.rf100vl.submission import build as sm
+from bench_assets.rf100vl.submission import shape
 
 # A leaderboard entry in the existing harness's published shape (tests/rf100vl/published/): every edit starts from it.
 PUBLISHED = json.loads((Path(__file__).resolve().parent / "published" / "yolov9-t.published.json").read_text())
@@ -281,7 +281,7 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
     import hashlib
     from statistics import fmean
 
-    from bench_assets.rf100vl.catalog import catalog_entry
+    from bench_assets.rf100vl.datasets.catalog import catalog_entry
     from tests.synthetic_campaign import make_campaign
 
     home = tmp_path / "bench"
@@ -323,7 +323,7 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
     walls = sorted(r["wall_seconds"] for r in rows)
     recipe = home / "recipes" / "syna.json"
     assert doc["bench"] == {"suite": "custom", "recipe_variant": str(recipe),
-                            "builder": "bench_assets.rf100vl.submission",
+                            "builder": "bench_assets.rf100vl.submission.build",
                             "train_runtime": {"train_wall_seconds_total": sum(walls),
                                               "train_wall_seconds_median": walls[1]}}
     recipe_sha = hashlib.sha256(recipe.read_bytes()).hexdigest()
@@ -347,7 +347,9 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
     assert repro["weights"] == {"file": "per-dataset checkpoints", "sha256": shape.weights_identity(weights),
                                 "source": "fine-tuned", "identity_scheme": shape.WEIGHTS_IDENTITY_SCHEME,
                                 "datasets": weights}
-    versions_csv = Path(sm.__file__).parent / "data" / "rf100vl_versions.csv"
+    from bench_assets.rf100vl.datasets.catalog import data_file
+
+    versions_csv = data_file("data/rf100vl_versions.csv")
     rf = doc["rf100vl"]
     assert {k: v for k, v in rf.items() if k not in ("datasets", "content_versions_sha256", "domain_means")} == {
         "regime": "fine-tuned", "aggregation": "unweighted mean across datasets",
@@ -365,7 +367,7 @@ def test_a_built_document_carries_each_field_from_the_campaign_files(tmp_path: P
 def test_a_build_names_unscored_unlocked_and_untrained_datasets(tmp_path: Path) -> None:
     import shutil
 
-    from bench_assets.rf100vl.catalog import catalog_entry
+    from bench_assets.rf100vl.datasets.catalog import catalog_entry
     from tests.synthetic_campaign import make_campaign
 
     home = tmp_path / "bench"
@@ -550,7 +552,7 @@ def test_the_domain_manifest_names_the_rf100vl_package_or_falls_back_to_the_cata
     import importlib
     import sys
 
-    from bench_assets.rf100vl.catalog import data_file
+    from bench_assets.rf100vl.datasets.catalog import data_file
 
     monkeypatch.setitem(sys.modules, "rf100vl", None)  # not importable, whatever this venv holds
     catalogue = hashlib.sha256(data_file("data/rf100vl_datasets.csv").read_bytes()).hexdigest()
@@ -655,7 +657,7 @@ def test_a_build_states_a_registered_recipe_name_by_its_file_and_has_the_publish
         tmp_path: Path) -> None:
     """A model registered with a recipe name (`--recipe smoke`, not a file) states the file that name resolves to
     for the model's family; the document has the published entry's keys plus `bench`, and starts as it does."""
-    from bench_assets.rf100vl.recipes import RECIPES_DIR
+    from bench_assets.rf100vl.training.recipes import RECIPES_DIR
     from tests.synthetic_campaign import make_campaign
 
     home = tmp_path / "bench"

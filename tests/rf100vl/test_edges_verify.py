@@ -1,4 +1,4 @@
-"""Edge cases of bench_assets/rf100vl/verify.py that kill mutants the other tests let survive (issue 15,
+"""Edge cases of bench_assets/rf100vl/datasets/verify.py that kill mutants the other tests let survive (issue 15,
 docs/testing.md "Mutation testing")."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl import verify
+from bench_assets.rf100vl.datasets import verify
 
 
 def test_normalisations_total_adds_every_counted_kind_but_annotation_id_zero() -> None:

@@ -1,5 +1,5 @@
-"""Edge cases of bench_assets/rf100vl/warehouse_checks.py that kill mutants the other tests let survive (issue 15,
-docs/testing.md "Mutation testing").
+"""Edge cases of bench_assets/rf100vl/report/warehouse_checks.py that kill mutants the other tests let survive
+(issue 15, docs/testing.md "Mutation testing").
 
 `coverage`, `provenance` and `HashCache` were reached only by tests/rf100vl/test_warehouse_checks.py (a synthetic
 campaign built through dbt: an `integration` file, outside the mutation selection). Here each runs on a DuckDB file
@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from bench_assets.platform.findings import Finding
-from bench_assets.rf100vl import warehouse_checks as cc
+from bench_assets.rf100vl.report import warehouse_checks as cc
 
 _SCORES = ("CREATE TABLE scores (model VARCHAR, dataset VARCHAR, split VARCHAR, is_current BOOLEAN, "
            "run_signature VARCHAR, recipe_sha256 VARCHAR, weights_sha256 VARCHAR, predictions_path VARCHAR, "

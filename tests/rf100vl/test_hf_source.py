@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.hf_source import LOCK_FORMAT, HFSourceError, fetch_hf_dataset
+from bench_assets.rf100vl.datasets.hf_source import LOCK_FORMAT, HFSourceError, fetch_hf_dataset
 from tests.hf_standin import DEFAULT_REPO_ID, hf_standin, isolate_hub_env
 
 FAKE_TOKEN = "hf_FAKE-token-do-not-leak-0123456789abcdef"

@@ -22,10 +22,10 @@ import dagster as dg
 import pytest
 
 from bench_assets.cli.location import run_job
-from bench_assets.rf100vl.inbox import refusal_marker
-from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job
-from bench_assets.rf100vl.partitions import register_import, register_partitions
-from bench_assets.rf100vl.sensors import inbox_requests, inbox_sensor
+from bench_assets.rf100vl.datasets.inbox import refusal_marker
+from bench_assets.rf100vl.defs.jobs import DATASET_OP, dataset_job
+from bench_assets.rf100vl.defs.partitions import register_import, register_partitions
+from bench_assets.rf100vl.defs.sensors import inbox_requests, inbox_sensor
 from resources.bench_home import BenchHome
 from tests.conftest import CORPUS
 from tests.hf_standin import hf_standin, isolate_hub_env
@@ -163,7 +163,7 @@ class StandInDataset:
 
 
 def test_rf100vl_package_source(instance, bench_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench_assets.rf100vl import sources
+    from bench_assets.rf100vl.datasets import sources
 
     monkeypatch.setenv("ROBOFLOW_API_KEY", "rf_test_key_never_used")
     monkeypatch.setattr(sources, "_find_rf100vl_dataset", lambda name, key: StandInDataset("file_name_other_split"))
@@ -237,7 +237,7 @@ def seven_classes(tmp_path: Path) -> Iterator[Path]:
 
 def test_blocked_version_never_becomes_current(instance, bench_home: Path, tmp_path: Path,
                                                seven_classes: Path) -> None:
-    from bench_assets.rf100vl.store import blocked_versions, current_version, load_record, why_no_current
+    from bench_assets.rf100vl.datasets.store import blocked_versions, current_version, load_record, why_no_current
 
     datasets = bench_home / "datasets"
     first = _import(instance, "-grccs", _case("valid_base", tmp_path / "two"))  # 2 classes, catalogue says 7
@@ -266,7 +266,7 @@ def test_blocked_version_never_becomes_current(instance, bench_home: Path, tmp_p
 
 def test_tampered_current_version_is_blocked_at_the_next_import(instance, bench_home: Path, tmp_path: Path) -> None:
     """A stored version whose files no longer match its lock stops being current (campaigns never use it)."""
-    from bench_assets.rf100vl.store import current_version, load_record
+    from bench_assets.rf100vl.datasets.store import current_version, load_record
 
     assert _import(instance, "ds", _case("valid_base", tmp_path / "a")).success
     rec = load_record(bench_home / "datasets", "ds")

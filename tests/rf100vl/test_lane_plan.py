@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from bench_assets.rf100vl.lane_plan import longest_first, lower_bound
+from bench_assets.rf100vl.campaign.lane_plan import longest_first, lower_bound
 
 
 def test_hand_worked_example() -> None:
@@ -54,7 +54,7 @@ def test_never_beats_the_optimum_and_stays_within_grahams_bound(seed: int) -> No
 def test_any_order_is_scheduled_on_the_lane_free_first() -> None:
     """The shortest job first on 2 lanes: 3 and 3 start at 0, 4 after the first 3, then 5 and 7: lanes end at
     3 + 4 + 7 = 14 and 3 + 5 = 8; an order that drops or repeats a job is refused."""
-    from bench_assets.rf100vl.lane_plan import list_schedule
+    from bench_assets.rf100vl.campaign.lane_plan import list_schedule
 
     jobs = {"a": 7, "b": 5, "c": 4, "d": 3, "e": 3}
     plan = list_schedule(jobs, 2, ["d", "e", "c", "b", "a"])

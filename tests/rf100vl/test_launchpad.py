@@ -53,8 +53,8 @@ def test_fault_injection_only_behind_the_environment_variable() -> None:
 def test_a_mistyped_recipe_is_refused_with_the_names_that_exist(tmp_path) -> None:  # noqa: ANN001
     import pytest
 
-    from bench_assets.rf100vl.models import model_recipe
-    from bench_assets.rf100vl.recipes import RecipeError
+    from bench_assets.rf100vl.training.models import model_recipe
+    from bench_assets.rf100vl.training.recipes import RecipeError
 
     with pytest.raises(RecipeError) as err:
         model_recipe(tmp_path, "yolo9-t", "smok")
@@ -67,7 +67,7 @@ def test_a_mistyped_recipe_in_the_launchpad_never_becomes_a_run() -> None:
     import dagster as dg
     import pytest
 
-    from bench_assets.rf100vl.jobs import train_job
+    from bench_assets.rf100vl.defs.jobs import train_job
     from definitions import defs
 
     job = defs.resolve_job_def(train_job.name)

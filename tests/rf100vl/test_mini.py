@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from bench_assets.rf100vl.mini import (
+from bench_assets.rf100vl.datasets.mini import (
     ANNOTATIONS_FILE,
     MINI_DATASETS,
     MINI_SUITE,

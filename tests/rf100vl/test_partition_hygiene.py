@@ -15,9 +15,10 @@ from dagster._core.event_api import PartitionKeyFilter
 
 from bench_assets.cli.location import run_job
 from bench_assets.platform.fsutil import atomic_write_json
-from bench_assets.rf100vl.jobs import dataset_job
-from bench_assets.rf100vl.partition_guard import rf100vl_partition_guard
-from bench_assets.rf100vl.partitions import (
+from bench_assets.rf100vl.datasets.sources import SourceSpec, register
+from bench_assets.rf100vl.defs.jobs import dataset_job
+from bench_assets.rf100vl.defs.partition_guard import rf100vl_partition_guard
+from bench_assets.rf100vl.defs.partitions import (
     DATASET_PARTITIONS_NAME,
     MODEL_PARTITIONS_NAME,
     KnownNames,
@@ -25,7 +26,6 @@ from bench_assets.rf100vl.partitions import (
     register_partitions,
     unknown_names,
 )
-from bench_assets.rf100vl.sources import SourceSpec, register
 from resources.bench_home import BenchHome
 from tests.conftest import run_bench
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.cost_model import (
+from bench_assets.rf100vl.campaign.cost_model import (
     DEFAULT_S_PER_IMAGE_EPOCH,
     FIXED_S,
     cost_model,
     partition_images,
     sharing_slowdown,
 )
-from bench_assets.rf100vl.plan import plan_campaign, suggest
+from bench_assets.rf100vl.campaign.plan import plan_campaign, suggest
 
 BIG, MID = "flir-camera-objects", "underwater-objects"  # catalogue: 11809 - 500 and 7252 - 500 images outside test
 

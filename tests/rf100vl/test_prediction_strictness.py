@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from bench_assets.rf100vl import evaluation, scoring
-from bench_assets.rf100vl.scoring import PredictionsInvalid, parity, score, score_both, validate_predictions
+from bench_assets.rf100vl.scoring import coco as scoring
+from bench_assets.rf100vl.scoring import eval_store as evaluation
+from bench_assets.rf100vl.scoring.coco import PredictionsInvalid, parity, score, score_both, validate_predictions
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "corpus" / "predictions"
@@ -206,8 +207,8 @@ def _home_with_predictions(home: Path, dets: Any, ds: str = "toy", model: str = 
 def test_scores_asset_records_logs_and_shows_the_warning(tmp_path: Path) -> None:
     import dagster as dg
 
-    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
-    from bench_assets.rf100vl.score_assets import scores
+    from bench_assets.rf100vl.defs.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
+    from bench_assets.rf100vl.defs.score_assets import scores
     from resources.bench_home import BenchHome
 
     home = tmp_path / "home"
@@ -231,8 +232,8 @@ def test_scores_asset_records_logs_and_shows_the_warning(tmp_path: Path) -> None
 
 def test_rescore_warns_on_an_empty_list_and_reports_a_refused_file(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from bench_assets.rf100vl.rescore import rescore_all
-    from bench_assets.rf100vl.score_assets import compute_scores
+    from bench_assets.rf100vl.defs.score_assets import compute_scores
+    from bench_assets.rf100vl.scoring.rescore import rescore_all
 
     home = tmp_path / "home"
     pred = _home_with_predictions(home, [])
@@ -266,8 +267,8 @@ def _over_max_det() -> list[dict[str, Any]]:
 def test_scores_asset_scores_predictions_over_max_det_and_reports_them(tmp_path: Path) -> None:
     import dagster as dg
 
-    from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
-    from bench_assets.rf100vl.score_assets import scores
+    from bench_assets.rf100vl.defs.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
+    from bench_assets.rf100vl.defs.score_assets import scores
     from resources.bench_home import BenchHome
 
     home = tmp_path / "home"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.publish import (
+from bench_assets.rf100vl.submission.publish import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,

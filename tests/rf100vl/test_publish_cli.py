@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench_assets.platform.fsutil import atomic_write_json
-from bench_assets.rf100vl.submission import build_submission, submission_path
+from bench_assets.rf100vl.submission.build import build_submission, submission_path
 from tests.conftest import run_bench
 from tests.hf_standin import hf_standin, isolate_hub_env
 from tests.synthetic_campaign import make_campaign

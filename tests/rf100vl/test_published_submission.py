@@ -13,10 +13,10 @@ from statistics import fmean
 import pytest
 
 from bench_assets.platform.warehouse import query
-from bench_assets.rf100vl.catalog import DOMAINS, load_versions
-from bench_assets.rf100vl.submission import SubmissionError, build_submission, check_imported, import_submission
-from bench_assets.rf100vl.submission_schema import schema_problems
-from bench_assets.rf100vl.submission_shape import dataset_identity, weights_identity
+from bench_assets.rf100vl.datasets.catalog import DOMAINS, load_versions
+from bench_assets.rf100vl.submission.build import SubmissionError, build_submission, check_imported, import_submission
+from bench_assets.rf100vl.submission.schema import schema_problems
+from bench_assets.rf100vl.submission.shape import dataset_identity, weights_identity
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 
@@ -68,7 +68,7 @@ def test_a_genuine_published_file_imports_unchanged_into_every_mart(tmp_path: Pa
     domains = {r["domain"]: r for r in query(report, "SELECT domain, datasets, mAP50_95 FROM domain_scores "
                                                      "WHERE model = 'yolov9-t'")}
     assert set(domains) == set(DOMAINS) and sum(r["datasets"] for r in domains.values()) == 100
-    from bench_assets.rf100vl.catalog import catalog_entry
+    from bench_assets.rf100vl.datasets.catalog import catalog_entry
 
     for domain, row in domains.items():
         mine = [d["mAP_50_95"] for d in doc["rf100vl"]["datasets"] if catalog_entry(d["dataset"]).domain == domain]
@@ -172,8 +172,8 @@ def test_catalogue_domains_follow_the_rf100vl_domain_manifest() -> None:
     """Our catalogue's domains are the rf100-vl repository's categories with the published canonicalization."""
     from importlib import resources
 
-    from bench_assets.rf100vl.catalog import load_catalog
-    from bench_assets.rf100vl.submission_shape import DOMAIN_SOURCE
+    from bench_assets.rf100vl.datasets.catalog import load_catalog
+    from bench_assets.rf100vl.submission.shape import DOMAIN_SOURCE
 
     raw = json.loads(resources.files("rf100vl").joinpath("assets/dataset_name_to_category.json").read_text())
     canon = DOMAIN_SOURCE["canonicalization"]

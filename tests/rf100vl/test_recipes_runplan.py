@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.recipes import RECIPES_DIR, RecipeError, load_recipe, recipe_path
-from bench_assets.rf100vl.runplan import (
+from bench_assets.rf100vl.training.recipes import RECIPES_DIR, RecipeError, load_recipe, recipe_path
+from bench_assets.rf100vl.training.runplan import (
     ModelKey,
     RunVariant,
     parse_model,

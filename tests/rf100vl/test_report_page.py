@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from PIL import Image
 
-from bench_assets.rf100vl.report_page import (
+from bench_assets.rf100vl.report.page import (
     ReportSchemaError,
     fmt_sig,
     fmt_train_time,
@@ -330,7 +330,7 @@ def _epochs(n: int = 30) -> list[dict[str, Any]]:
 def test_training_curves_keep_the_legend_off_the_lines_and_label_units() -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from bench_assets.rf100vl.plots import CURVES_DPI, CURVES_SIZE, curve_series, curves_figure, training_curves
+    from bench_assets.rf100vl.report.plots import CURVES_DPI, CURVES_SIZE, curve_series, curves_figure, training_curves
 
     fig = curves_figure(_epochs(), "yolo9-t on d1 (standard)", best_epoch=24)
     renderer = FigureCanvasAgg(fig).get_renderer()
@@ -363,7 +363,7 @@ def smoke_beside_published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     from bench_assets.platform.fsutil import atomic_write_json
     from bench_assets.platform.warehouse import rebuild_warehouse
     from bench_assets.report.dbt_assets import build_report_db, report_db_path
-    from bench_assets.rf100vl.submission import build_submission, submission_path
+    from bench_assets.rf100vl.submission.build import build_submission, submission_path
     from tests.synthetic_campaign import make_campaign
     from tests.tables import ALL_TABLES
 

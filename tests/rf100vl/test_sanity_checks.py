@@ -24,13 +24,14 @@ from PIL import Image
 
 from bench_assets.cli.location import run_job
 from bench_assets.platform.fsutil import atomic_write_json
-from bench_assets.rf100vl import sanity, scoring
-from bench_assets.rf100vl.evaluation import current_predictions_meta
-from bench_assets.rf100vl.jobs import DATASET_OP, dataset_job, eval_job, train_job
-from bench_assets.rf100vl.partitions import register_import, register_model_partition
-from bench_assets.rf100vl.recipes import RECIPES_DIR
-from bench_assets.rf100vl.score_assets import compute_scores
-from bench_assets.rf100vl.store import load_record
+from bench_assets.rf100vl.datasets.store import load_record
+from bench_assets.rf100vl.defs.jobs import DATASET_OP, dataset_job, eval_job, train_job
+from bench_assets.rf100vl.defs.partitions import register_import, register_model_partition
+from bench_assets.rf100vl.defs.score_assets import compute_scores
+from bench_assets.rf100vl.scoring import coco as scoring
+from bench_assets.rf100vl.scoring import sanity
+from bench_assets.rf100vl.scoring.eval_store import current_predictions_meta
+from bench_assets.rf100vl.training.recipes import RECIPES_DIR
 from tests.conftest import broken
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -125,7 +126,7 @@ def test_real_run_with_objects_too_small_for_the_training_size_fails_labels_reac
         instance, bench_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     for k, v in CHILD_ENV.items():
         monkeypatch.setenv(k, v)
-    from bench_assets.rf100vl.models import register_model
+    from bench_assets.rf100vl.training.models import register_model
 
     assert _import(instance, "dots", _tiny_objects_dataset(tmp_path / "raw")).success
     doc = json.loads((RECIPES_DIR / "yolo9.json").read_text())
@@ -295,7 +296,7 @@ def test_predicted_classes_branches() -> None:
 
 def _write_predictions(home: Path, ds: str, version: str, dets: list[dict[str, Any]]) -> Path:
     """The files the predictions asset leaves: the gzip detections, their meta and the CURRENT pointer."""
-    from bench_assets.rf100vl.evaluation import current_predictions_pointer, predictions_path
+    from bench_assets.rf100vl.scoring.eval_store import current_predictions_pointer, predictions_path
 
     fp = "f" * 64
     out = predictions_path(home, MODEL, ds, fp)

@@ -15,8 +15,9 @@ import hotcoco
 import numpy as np
 import pytest
 
-from bench_assets.rf100vl import score_cli, scoring
-from bench_assets.rf100vl.scoring import (
+from bench_assets.cli import score as score_cli
+from bench_assets.rf100vl.scoring import coco as scoring
+from bench_assets.rf100vl.scoring.coco import (
     METRICS,
     GroundTruthInvalid,
     PredictionsInvalid,
@@ -488,7 +489,7 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_bench_score_both_via_subprocess(tmp_path: Path) -> None:
     gt, dets = _random_split(9, n_images=10)
     g, p = _write_pair(tmp_path, gt, dets)
-    r = subprocess.run([sys.executable, "-m", "bench_assets.rf100vl.score_cli", g, p, "--backend", "both"],
+    r = subprocess.run([sys.executable, "-m", "bench_assets.cli.score", g, p, "--backend", "both"],
                        cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -499,7 +500,7 @@ def test_bench_score_both_via_subprocess(tmp_path: Path) -> None:
 
 
 def test_score_cli_import_is_light() -> None:
-    code = ("import bench_assets.rf100vl.score_cli, sys; "
+    code = ("import bench_assets.cli.score, sys; "
             "print(sorted(m for m in ('dagster', 'torch', 'pandas', 'pycocotools', 'faster_coco_eval', 'hotcoco') "
             "if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)

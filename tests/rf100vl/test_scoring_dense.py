@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench_assets.rf100vl import scoring
+from bench_assets.rf100vl.scoring import coco as scoring
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 

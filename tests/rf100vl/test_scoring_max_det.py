@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench_assets.rf100vl import score_cli, scoring
+from bench_assets.cli import score as score_cli
+from bench_assets.rf100vl.scoring import coco as scoring
 from tests.rf100vl.test_scoring_dense import _tree_tile, assert_backend_matches, reference_arrays
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup

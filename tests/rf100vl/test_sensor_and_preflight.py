@@ -8,16 +8,16 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bench_assets.rf100vl.jobs import catalog_job, dataset_job
-from bench_assets.rf100vl.partitions import DATASET_PARTITIONS_NAME
-from bench_assets.rf100vl.preflight import (
+from bench_assets.rf100vl.defs.jobs import catalog_job, dataset_job
+from bench_assets.rf100vl.defs.partitions import DATASET_PARTITIONS_NAME
+from bench_assets.rf100vl.defs.sensors import inbox_requests, inbox_sensor
+from bench_assets.rf100vl.training.preflight import (
     PLATFORM_TRAIN_FIELDS,
     missing_train_fields,
     project_disk,
     trainconfig_fields,
     unwritable_dirs,
 )
-from bench_assets.rf100vl.sensors import inbox_requests, inbox_sensor
 from resources.bench_home import BenchHome
 from tests.conftest import CORPUS
 

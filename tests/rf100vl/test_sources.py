@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.catalog import load_catalog, suite_members
-from bench_assets.rf100vl.sources import SourceError, SourceSpec, default_spec, fetch
+from bench_assets.rf100vl.datasets.catalog import load_catalog, suite_members
+from bench_assets.rf100vl.datasets.sources import SourceError, SourceSpec, default_spec, fetch
 from tests.conftest import CORPUS, REPO
 from tests.hf_standin import hf_standin
 
@@ -28,7 +28,7 @@ def test_rf100vl_path_fails_clearly_when_unreachable_and_hides_the_key(tmp_path:
     # A subprocess: roboflow reads API_URL at import; point it at a closed loopback port.
     code = (
         "import sys; from pathlib import Path\n"
-        "from bench_assets.rf100vl.sources import SourceSpec, SourceError, fetch\n"
+        "from bench_assets.rf100vl.datasets.sources import SourceSpec, SourceError, fetch\n"
         "try:\n"
         f"    fetch(SourceSpec(kind='rf100vl'), 'actions', Path({str(tmp_path)!r}), Path({str(tmp_path)!r}))\n"
         "except SourceError as e:\n"
@@ -80,8 +80,8 @@ def test_catalogue_dataset_from_hf_mirror_through_the_asset(instance, bench_home
         monkeypatch.setenv("HF_TOKEN", "hf_TESTTOKEN_abcdefghijklmnop")
         monkeypatch.setenv("BENCH_HF_REPO", "org/rf100vl-mirror")
         from bench_assets.cli.location import run_job
-        from bench_assets.rf100vl.jobs import dataset_job
-        from bench_assets.rf100vl.partitions import register_partitions
+        from bench_assets.rf100vl.defs.jobs import dataset_job
+        from bench_assets.rf100vl.defs.partitions import register_partitions
 
         register_partitions(instance, ["actions"])
         outcome = run_job(instance, dataset_job, partition_key="actions")
@@ -96,8 +96,8 @@ def test_catalogue_dataset_from_hf_mirror_through_the_asset(instance, bench_home
 
 
 def test_catalogue_mini_names_match_the_generator() -> None:
-    from bench_assets.rf100vl.catalog import MINI_SUITE as catalogue_names
-    from bench_assets.rf100vl.mini import MINI_SUITE as generated_names
+    from bench_assets.rf100vl.datasets.catalog import MINI_SUITE as catalogue_names
+    from bench_assets.rf100vl.datasets.mini import MINI_SUITE as generated_names
 
     assert catalogue_names == generated_names
 
@@ -105,9 +105,9 @@ def test_catalogue_mini_names_match_the_generator() -> None:
 def test_rf100vl_package_fetches_exactly_the_locked_version_and_the_lock_records_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The package's own download takes the latest version; ours asks for the one rf100vl.versions.v1 locks."""
-    from bench_assets.rf100vl import sources
-    from bench_assets.rf100vl.lock import roboflow_version
-    from bench_assets.rf100vl.store import load_record, materialize_dataset
+    from bench_assets.rf100vl.datasets import sources
+    from bench_assets.rf100vl.datasets.lock import roboflow_version
+    from bench_assets.rf100vl.datasets.store import load_record, materialize_dataset
     from tests.rf100vl.test_hostile_imports import StandInDataset
 
     stand_in = StandInDataset("valid_base")
@@ -126,7 +126,7 @@ def test_rf100vl_package_fetches_exactly_the_locked_version_and_the_lock_records
 
 def test_rf100vl_package_refuses_a_project_other_than_the_locked_one(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench_assets.rf100vl import sources
+    from bench_assets.rf100vl.datasets import sources
     from tests.rf100vl.test_hostile_imports import StandInDataset
 
     stand_in = StandInDataset("valid_base", project="rf100-vl/actions-zzid2-zb1hq-amih-rsbpp")

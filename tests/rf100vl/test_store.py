@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.lock import LOCK_FILE, lock_mismatches
-from bench_assets.rf100vl.sources import SourceSpec, local_spec
-from bench_assets.rf100vl.store import current_version, iter_versions, load_record, materialize_dataset
-from bench_assets.rf100vl.verify import DatasetInvalid
+from bench_assets.rf100vl.datasets.lock import LOCK_FILE, lock_mismatches
+from bench_assets.rf100vl.datasets.sources import SourceSpec, local_spec
+from bench_assets.rf100vl.datasets.store import current_version, iter_versions, load_record, materialize_dataset
+from bench_assets.rf100vl.datasets.verify import DatasetInvalid
 from tests.conftest import broken
 
 
@@ -115,7 +115,7 @@ def test_lock_names_an_image_edited_to_the_same_size(tmp_path: Path) -> None:
 
 def test_lock_hashes_come_from_verification_and_equal_a_fresh_hash_of_the_files(tmp_path: Path) -> None:
     from bench_assets.platform.fsutil import sha256_file
-    from bench_assets.rf100vl.lock import build_lock, image_hashes
+    from bench_assets.rf100vl.datasets.lock import build_lock, image_hashes
 
     rec = _import(tmp_path / "home", "ds", broken("valid_base", tmp_path))
     for split, hashes in rec.lock["images"].items():
@@ -143,7 +143,7 @@ def test_lock_with_hand_edited_image_hashes_is_refused(tmp_path: Path) -> None:
 
 
 def test_legacy_lock_without_image_hashes_is_checked_on_what_it_records(tmp_path: Path) -> None:
-    from bench_assets.rf100vl.lock import legacy_lock_note, version_of
+    from bench_assets.rf100vl.datasets.lock import legacy_lock_note, version_of
 
     rec = _import(tmp_path / "home", "ds", broken("valid_base", tmp_path))
     assert legacy_lock_note(rec.lock) is None

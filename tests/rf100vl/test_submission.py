@@ -9,14 +9,14 @@ from statistics import fmean
 import pytest
 
 from bench_assets.platform.warehouse import query, rebuild_warehouse
-from bench_assets.rf100vl.submission import (
+from bench_assets.rf100vl.submission.build import (
     MEAN_CHECKED,
     SubmissionError,
     build_submission,
     import_submission,
     submission_path,
 )
-from bench_assets.rf100vl.submission_schema import schema_problems
+from bench_assets.rf100vl.submission.schema import schema_problems
 from tests.conftest import run_bench
 from tests.synthetic_campaign import make_campaign
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.verify import BBOX_TOLERANCE_PX, DatasetInvalid, file_name_problem, verify_dataset
+from bench_assets.rf100vl.datasets.verify import BBOX_TOLERANCE_PX, DatasetInvalid, file_name_problem, verify_dataset
 from tests.conftest import CORPUS, broken
 
 # case -> (split, field named in the error, a phrase of the message)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_assets.rf100vl.verify import ANNOTATIONS_FILE, BBOX_TOLERANCE_PX, DatasetInvalid, verify_dataset
+from bench_assets.rf100vl.datasets.verify import ANNOTATIONS_FILE, BBOX_TOLERANCE_PX, DatasetInvalid, verify_dataset
 from tests.conftest import broken
 
 SIZE = 48  # every image of the corpus' valid_base is 48 x 48

@@ -11,7 +11,7 @@ import pytest
 
 from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.report.jobs import warehouse_job
-from bench_assets.rf100vl import warehouse_checks as cc
+from bench_assets.rf100vl.report import warehouse_checks as cc
 from tests.tables import ALL_TABLES
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -150,7 +150,7 @@ def test_scoring_integrity_catches_minus_one_headline_bucket_and_parity(home: Pa
 
 def test_scoring_integrity_catches_a_submission_headline_that_is_not_its_mean(home: Path) -> None:
     from bench_assets.platform.fsutil import atomic_write_json
-    from bench_assets.rf100vl.submission import build_submission, submission_path
+    from bench_assets.rf100vl.submission.build import build_submission, submission_path
 
     doc = build_submission(home, "syna-t", tree={"commit": "x", "dirty": False, "changed_files": []})
     atomic_write_json(submission_path(home, "syna-t"), doc)

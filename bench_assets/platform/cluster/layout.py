@@ -25,7 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench_assets.platform.fsutil import atomic_write_text
+from bench_assets.platform.instance_template import template_run_coordinator
 
 MARKER = ".bench-home"
 GPU_QUEUE = "gpu"  # steps that train or predict (they hold a lane)
@@ -167,19 +170,18 @@ def worker_queues(name: str) -> list[str]:
 
 
 def dagster_yaml(state: ClusterState, max_concurrent_runs: int) -> str:
-    """The cluster's Dagster instance: PostgreSQL storage shared by every box, the queued run coordinator (the
-    daemon launches submitted runs, highest `dagster/priority` first; the product's subclass, named by module
-    path, gives (dataset, model) runs queued without one their longest-first priority), op-level pools whose
-    slots a dead run gives back after 60 s, and run monitoring."""
+    """The cluster's Dagster instance: PostgreSQL storage shared by every box, the product's run coordinator as
+    the instance template names it (the daemon launches submitted runs, highest `dagster/priority` first; runs
+    queued without one get their family's priority), dequeuing every 2 s, op-level pools whose slots a dead run
+    gives back after 60 s, and run monitoring."""
+    coordinator = template_run_coordinator()
+    coordinator.setdefault("config", {})["dequeue_interval_seconds"] = 2
+    block = yaml.safe_dump({"run_coordinator": coordinator}, sort_keys=False).rstrip("\n")
     return f"""# Written by `bench cluster up`: the cluster's Dagster instance (docs/scale-out.md).
 storage:
   postgres:
     postgres_url: "{state.postgres_url}"
-run_coordinator:
-  module: bench_assets.rf100vl.run_queue
-  class: LongestFirstRunCoordinator
-  config:
-    dequeue_interval_seconds: 2
+{block}
 concurrency:
   runs:
     max_concurrent_runs: {max_concurrent_runs}

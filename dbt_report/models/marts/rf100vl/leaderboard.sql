@@ -110,7 +110,7 @@ rows as (
             when r.recipe_conformant or p.runs_recipe_conformant then true
         end as recipe_conformant,
         -- Imported entries carry no recipe we can judge: their file's split and prediction settings must be the
-        -- protocol's (test split, conf 0.001, NMS IoU 0.65, max_det 500: bench_assets/rf100vl/evaluation.py).
+        -- protocol's (test split, conf 0.001, NMS IoU 0.65, max_det 500: bench_assets/rf100vl/scoring/eval_store.py).
         case
             when a.origin <> 'imported' or s.model is null then null
             else s.split = 'test' and abs(s.conf - 0.001) < 1e-9 and abs(s.nms_iou - 0.65) < 1e-9

@@ -2,7 +2,7 @@
 
 Each unordered pair appears once, model_a the better-ranked one on the leaderboard (ties: by name), so mean_diff
 is usually >= 0; it can be negative when b does better on the datasets the two share. The interval is the paired
-percentile bootstrap over datasets of `bench_assets.rf100vl.comparison.paired_bootstrap` (deterministic: seed 0).
+percentile bootstrap over datasets of `bench_assets.rf100vl.report.comparison.paired_bootstrap` (deterministic: seed 0).
 """
 
 RESAMPLES = 10_000
@@ -19,7 +19,7 @@ def model(dbt, session):
     dbt.config(materialized="table")
     import pandas as pd
 
-    from bench_assets.rf100vl.comparison import paired_bootstrap
+    from bench_assets.rf100vl.report.comparison import paired_bootstrap
 
     order = dbt.ref("leaderboard").filter("mAP50_95 is not null").order("rank, model").project("model, origin")
     scores = (dbt.ref("int_model_dataset_scores").filter("in_campaign and mAP50_95 is not null")

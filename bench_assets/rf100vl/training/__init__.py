@@ -1,0 +1,3 @@
+"""Training: the recipes and the model registry, the pure decisions about one training run (model key, variant,
+batches, run signature), the layout of `BENCH_HOME/runs/`, launching a child under a wall-clock limit, and the
+children themselves (`child/`: the only code that imports torch and LibreYOLO). Builds on `datasets`."""

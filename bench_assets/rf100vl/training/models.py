@@ -1,0 +1,71 @@
+"""The model registry: which recipe a model key trains with, recorded under BENCH_HOME/models/.
+
+Like dataset sources, the choice is recorded when a model is registered (`bench train`, `bench
+campaign`, `bench demo`) so that UI materializations and backfills use the same recipe without run
+config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from bench_assets.platform.fsutil import atomic_write_json
+from bench_assets.rf100vl.training.recipes import LoadedRecipe, RecipeError, load_recipe, recipe_path
+from bench_assets.rf100vl.training.runplan import ModelKey, parse_model
+
+
+class ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    recipe: str = "default"  # "default", "smoke", or a path to a recipe JSON
+    suite: str | None = None  # the suite the model's campaign targets (coverage is judged against it)
+    datasets: list[str] = []  # the explicit dataset list of a campaign started without a suite
+
+    def expected_suite(self) -> str:
+        """The suite name coverage is judged against: the campaign's suite, or the model's own list."""
+        return self.suite or f"{self.model}:datasets"
+
+
+def models_dir(home: Path) -> Path:
+    return home / "models"
+
+
+def register_model(home: Path, key: str, recipe: str = "default", suite: str | None = None,
+                   datasets: list[str] | None = None) -> tuple[ModelKey, LoadedRecipe]:
+    """Validate the key and its recipe (a bad recipe fails here, before anything is queued) and record it
+    with the suite (or dataset list) its campaign targets."""
+    model = parse_model(key)
+    loaded = load_recipe(recipe_path(model.family, recipe))
+    loaded.recipe.size(model.size, loaded.path)
+    if loaded.recipe.family != model.family:
+        raise RecipeError(f"{loaded.path}: recipe is for family {loaded.recipe.family!r}, not {model.family!r}")
+    atomic_write_json(models_dir(home) / f"{key}.json", ModelEntry(model=key, recipe=recipe, suite=suite,
+                                                                     datasets=[] if suite else datasets or []
+                                                                     ).model_dump())
+    return model, loaded
+
+
+def read_entry(home: Path, key: str) -> ModelEntry | None:
+    p = models_dir(home) / f"{key}.json"
+    return ModelEntry.model_validate_json(p.read_text()) if p.exists() else None
+
+
+def iter_entries(home: Path) -> list[ModelEntry]:
+    d = models_dir(home)
+    return [ModelEntry.model_validate_json(p.read_text()) for p in sorted(d.glob("*.json"))] if d.exists() else []
+
+
+def model_recipe(home: Path, key: str, override: str = "") -> tuple[ModelKey, LoadedRecipe]:
+    model = parse_model(key)
+    variant = override
+    if not variant:
+        p = models_dir(home) / f"{key}.json"
+        variant = ModelEntry.model_validate_json(p.read_text()).recipe if p.exists() else "default"
+    loaded = load_recipe(recipe_path(model.family, variant))
+    if loaded.recipe.family != model.family:
+        raise RecipeError(f"{loaded.path}: recipe is for family {loaded.recipe.family!r}, not {model.family!r}")
+    loaded.recipe.size(model.size, loaded.path)
+    return model, loaded

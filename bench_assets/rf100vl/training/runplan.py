@@ -1,0 +1,118 @@
+"""Pure decisions about one training run: model key, run variant, batches, the run signature,
+and whether an existing run directory is finished, resumable or must start fresh."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
+from bench_assets.rf100vl.training.recipes import LoadedRecipe
+
+MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9]*)-(?P<size>[a-z0-9]+)$")
+Variant = Literal["standard", "oom_fallback", "dense_fallback"]
+AMP_DTYPES = {"fp32": None, "bf16": "bfloat16", "fp16": "float16"}
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    family: str
+    size: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.family}-{self.size}"
+
+
+def parse_model(key: str) -> ModelKey:
+    m = MODEL_RE.match(key)
+    if not m:
+        raise ValueError(f"model key {key!r} is not family-size (e.g. yolo9-t, yolox-n, dfine-n)")
+    return ModelKey(m["family"], m["size"])
+
+
+@dataclass(frozen=True)
+class RunVariant:
+    name: Variant
+    physical_batch: int
+    effective_batch: int
+
+    @property
+    def accumulation(self) -> int:
+        return self.effective_batch // self.physical_batch
+
+
+def variant_sequence(recipe: LoadedRecipe, size: str, max_annotations_per_image: int) -> list[RunVariant]:
+    """The variants to try in order: dense datasets start in the fallback directly; others get the
+    standard batch first and the OOM fallback after a CUDA out-of-memory."""
+    r = recipe.recipe
+    eff = r.protocol.effective_batch
+    s = r.size(size, recipe.path)
+    if max_annotations_per_image >= r.dense_oom_fallback.max_annotations_per_image_threshold:
+        return [RunVariant("dense_fallback", r.dense_oom_fallback.physical_batch, eff)]
+    return [RunVariant("standard", s.physical_batch, eff), RunVariant("oom_fallback", s.fallback_physical_batch, eff)]
+
+
+def effective_precision(recipe_precision: str, device: str) -> str:
+    """Mixed precision runs on CUDA only; a CPU lane trains in fp32 whatever the recipe says."""
+    return recipe_precision if device != "cpu" else "fp32"
+
+
+def signature_fields(*, model: ModelKey, recipe: LoadedRecipe, dataset: str, dataset_version: str,
+                     dataset_lock_sha256: str, train_annotations_sha256: str, variant: RunVariant,
+                     epochs: int, imgsz: int, precision: str, max_det: int, eval_max_det: int) -> dict[str, Any]:
+    return {
+        "protocol_version": recipe.recipe.protocol.version,
+        "model": model.key,
+        "recipe_sha256": recipe.sha256,
+        "dataset_versions_sha256": dataset_lock_sha256,
+        "dataset": dataset,
+        "dataset_version": dataset_version,
+        "train_annotations_sha256": train_annotations_sha256,
+        "run_variant": variant.name,
+        "physical_batch": variant.physical_batch,
+        "effective_batch": variant.effective_batch,
+        "epochs": epochs,
+        "imgsz": imgsz,
+        "precision": {"amp": precision != "fp32", "amp_dtype": AMP_DTYPES[precision]},
+        "evaluation": {"max_det": max_det, "eval_max_det": eval_max_det},
+    }
+
+
+def run_signature(fields: dict[str, Any]) -> str:
+    """SHA-256 of sorted-key compact JSON: the identity of a run; resume only within one signature."""
+    return canonical_json_sha256(fields)
+
+
+RunState = Literal["new", "resumable", "done", "oom", "corrupt"]
+STATUS_FILE = "bench_status.json"  # LibreYOLO writes its own status.json in the run dir
+STATS_FILE = "stats.json"
+
+
+def run_state(run_dir: Path, signature: str) -> RunState:
+    """What an existing run directory holds. `done` only when status, stats and checkpoint all agree;
+    a stale `running` (the step died) with a readable last.pt is resumable."""
+    status_path = run_dir / STATUS_FILE
+    if not status_path.exists():
+        return "resumable" if (run_dir / "weights" / "last.pt").exists() else "new"
+    status = json.loads(status_path.read_text())
+    if status.get("signature") != signature:
+        raise ValueError(f"{status_path}: signature {status.get('signature')} != directory's {signature}")
+    state = status.get("state")
+    if state == "done":
+        stats_path = run_dir / STATS_FILE
+        if stats_path.exists():
+            stats = json.loads(stats_path.read_text())
+            best = Path(stats.get("best_checkpoint") or "")
+            if (stats.get("run_signature") == signature and best.is_file()
+                    and sha256_file(best) == stats.get("best_checkpoint_sha256")):
+                return "done"
+            return "corrupt"  # finished once, but its checkpoint is gone or changed: never trust it
+        return "resumable" if (run_dir / "weights" / "last.pt").exists() else "new"
+    if state == "oom":
+        return "oom"  # this variant cannot fit: the caller moves on to the fallback
+    # failed, timed out or a stale "running" (the step died): continue from last.pt when there is one
+    return "resumable" if (run_dir / "weights" / "last.pt").exists() else "new"
