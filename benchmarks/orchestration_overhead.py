@@ -263,8 +263,9 @@ def _plan_spec(home: Path, runs_dir: Path) -> tuple[Path, Path]:
     from bench_assets.platform.fsutil import atomic_write_json
     from bench_assets.rf100vl.datasets.store import load_record
     from bench_assets.rf100vl.training.models import model_recipe
+    from bench_assets.rf100vl.training.run_store import spec_path
     from bench_assets.rf100vl.training.runplan import variant_sequence
-    from bench_assets.rf100vl.training.train_run import SPEC_FILE, TrainRequest, plan_run
+    from bench_assets.rf100vl.training.train_run import TrainRequest, plan_run
     from resources.lanes import lanes_from_env
 
     record = load_record(home / "datasets", DATASET)
@@ -277,8 +278,8 @@ def _plan_spec(home: Path, runs_dir: Path) -> tuple[Path, Path]:
     _, _, run_dir, spec = plan_run(req, variant)
     run_dir.mkdir(parents=True, exist_ok=True)
     spec = spec.model_copy(update={"resume": False})
-    atomic_write_json(run_dir / SPEC_FILE, spec.model_dump())
-    return run_dir / SPEC_FILE, run_dir
+    atomic_write_json(spec_path(run_dir), spec.model_dump())
+    return spec_path(run_dir), run_dir
 
 
 def baseline(home: Path, work: Path, rep: int, interval: float) -> dict[str, Any]:

@@ -167,20 +167,6 @@ def cmd_check_datasets(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------- remove datasets / models
 
 
-def _owned_paths(home: Path, kind: str, name: str) -> list[Path]:
-    """What `--purge` removes: a dataset's versions, source record, inbox entry and the runs and evaluations made
-    on it; a model's runs, evaluations, registration and submission."""
-    from bench_assets.rf100vl.datasets.inbox import REFUSED_SUFFIX, TAR_SUFFIXES
-
-    if kind == "dataset":
-        inbox = home / "inbox"
-        return [home / "datasets" / name, home / "sources" / f"{name}.json",
-                *[inbox / f"{name}{s}" for s in ("", *TAR_SUFFIXES, REFUSED_SUFFIX)],
-                *sorted((home / "runs").glob(f"*/{name}")), *sorted((home / "eval").glob(f"*/{name}"))]
-    return [home / "runs" / name, home / "eval" / name, home / "models" / f"{name}.json",
-            home / "submissions" / f"{name}.json"]
-
-
 def _runs_in_flight(instance: Any, dimension: str, name: str) -> list[str]:
     """Ids of queued or running runs of the partition `name` (alone, or as the `dimension` of a multi-partition)."""
     import dagster as dg
@@ -203,14 +189,14 @@ def remove_partition(kind: str, name: str, purge: bool) -> int:
     from bench_assets.platform.instance import open_instance, remove_partitions
     from bench_assets.rf100vl.datasets.sources import NAME_RE
     from bench_assets.rf100vl.defs.partition_guard import partition_assets
-    from bench_assets.rf100vl.defs.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME
+    from bench_assets.rf100vl.defs.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME, owned_paths
 
     partitions_name = DATASET_PARTITIONS_NAME if kind == "dataset" else MODEL_PARTITIONS_NAME
     home = bench_home_path()
     instance = open_instance(home)
     is_partition = name in instance.get_dynamic_partitions(partitions_name)
     # Only a plain name can own files (never a path: `../x` stays a partition name, not a folder to delete).
-    owned = [p for p in _owned_paths(home, kind, name) if p.exists() or p.is_symlink()] if NAME_RE.match(name) else []
+    owned = [p for p in owned_paths(home, kind, name) if p.exists() or p.is_symlink()] if NAME_RE.match(name) else []
     if not is_partition and not owned:
         listing = "`bench datasets list`" if kind == "dataset" else f"{home / 'models'}"
         return fail(f"unknown {kind} {name!r}: no partition of {partitions_name} and no stored files under {home} "

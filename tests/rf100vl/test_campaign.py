@@ -230,9 +230,9 @@ def test_corrupt_predictions_fail_scoring_clearly(inst, home: Path) -> None:  # 
 
 
 def test_corrupt_checkpoint_fails_predictions_then_retrains(inst, home: Path) -> None:  # noqa: ANN001
-    from bench_assets.rf100vl.training.train_run import current_run
+    from bench_assets.rf100vl.training.run_store import current_run
 
-    run_dir, stats = current_run(home / "runs", "yolo9-t", "mini-tiny")
+    run_dir, stats = current_run(home, "yolo9-t", "mini-tiny")
     best = Path(stats["best_checkpoint"])
     best.write_bytes(best.read_bytes()[:1000])  # a truncated checkpoint
     out = _run(inst, eval_job, "mini-tiny")

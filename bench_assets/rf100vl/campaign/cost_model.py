@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
+from bench_assets.rf100vl.training.run_store import finished_run_dirs, stats_path
+
 DEFAULT_S_PER_IMAGE_EPOCH = {"gpu": 0.01, "cpu": 0.3}
 FIXED_S = 60.0  # predict + score + step start-up per partition (stated assumption)
 SHARING_COST = 0.6
@@ -54,9 +56,9 @@ def run_rates(home: Path, device: str = "gpu") -> dict[str, list[float]]:
     """model -> seconds per image-epoch of each finished run on a `device` ("gpu" or "cpu") lane under home/runs
     (its stats.json's wall time over epochs done x the dataset's images outside test)."""
     out: dict[str, list[float]] = {}
-    for stats_path in sorted((home / "runs").glob("*/*/*/stats.json")):
+    for run_dir in finished_run_dirs(home):
         try:
-            st = json.loads(stats_path.read_text())
+            st = json.loads(stats_path(run_dir).read_text())
             if ("cpu" if st["device"]["device"] == "cpu" else "gpu") != device:
                 continue
             images = partition_images(home, [st["dataset"]])[st["dataset"]]

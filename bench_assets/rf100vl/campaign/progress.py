@@ -14,6 +14,7 @@ from pathlib import Path
 from statistics import median
 
 from bench_assets.rf100vl.scoring.eval_store import current_score
+from bench_assets.rf100vl.training.run_store import current_stats
 
 STATES = ("done", "running", "queued", "failed", "missing")
 _RUN_STATE = {"STARTED": "running", "STARTING": "running", "QUEUED": "queued", "NOT_STARTED": "queued",
@@ -51,8 +52,6 @@ def classify(scored: bool, latest_run_status: str | None) -> str:
 def campaign_progress(home: Path, runs: Mapping[str, str], models: list[str] | None = None) -> list[ModelProgress]:
     """Every registered model's progress; `runs` maps a partition key ("dataset|model") to the status name of its
     newest campaign/train/eval run (`defs.jobs.latest_runs`; empty where no instance is at hand)."""
-    import json
-
     from bench_assets.rf100vl.datasets.catalog import suite_members
     from bench_assets.rf100vl.training.models import iter_entries
 
@@ -66,10 +65,9 @@ def campaign_progress(home: Path, runs: Mapping[str, str], models: list[str] | N
             rec = current_score(home, entry.model, name)
             prog.states[name] = classify(rec is not None, runs.get(f"{name}|{entry.model}"))
             if rec is not None:
-                pointer = home / "runs" / entry.model / name / "CURRENT"
-                stats = pointer.parent / pointer.read_text().strip() / "stats.json" if pointer.exists() else None
-                if stats is not None and stats.exists():
-                    prog.train_seconds.append(float(json.loads(stats.read_text())["wall_seconds"]))
+                stats = current_stats(home, entry.model, name)
+                if stats is not None:
+                    prog.train_seconds.append(float(stats["wall_seconds"]))
         out.append(prog)
     return out
 

@@ -19,15 +19,14 @@ from bench_assets.rf100vl.defs.dataset_assets import dataset
 from bench_assets.rf100vl.defs.partitions import dataset_model_partitions, on_dataset, split_key
 from bench_assets.rf100vl.report.plots import png_markdown, training_curves
 from bench_assets.rf100vl.scoring import sanity
+from bench_assets.rf100vl.training import run_store
 from bench_assets.rf100vl.training.launcher import log_tail, run_child
 from bench_assets.rf100vl.training.models import model_recipe
 from bench_assets.rf100vl.training.recipes import RecipeError, recipe_names
 from bench_assets.rf100vl.training.specs import TrainSpec
 from bench_assets.rf100vl.training.train_run import (
-    RESULT_FILE,
     TrainingFailed,
     TrainRequest,
-    current_run,
     read_result,
     train_partition,
     worker_name,
@@ -127,15 +126,16 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointRunConfig, h
     with lanes.lease(holder=f"{context.run.run_id}:{context.partition_key}") as lane:
         context.log.info(f"worker {worker_name()}, lane {lane.index}: device {lane.device}, CUDA_VISIBLE_DEVICES="
                          f"{lane.cuda_visible_devices!r}, {lane.threads} thread(s)")
-        req = TrainRequest(model=model, recipe=recipe, dataset=record, runs_dir=home.path / "runs",
+        req = TrainRequest(model=model, recipe=recipe, dataset=record, runs_dir=run_store.runs_root(home.path),
                            device=lane.device, timeout_s=config.timeout_minutes * 60, force=config.force,
                            fault=fault, lane=lane.index)
 
         def launch(spec_path: Path, run_dir: Path, spec: TrainSpec):  # noqa: ANN202
             outcome = run_child(context, TRAIN_CHILD, spec_path, env=lane.child_env(), timeout_s=req.timeout_s,
-                                log_path=run_dir / "child.log", extras={"run_dir": str(run_dir)})
+                                log_path=run_store.child_log(run_dir), extras={"run_dir": str(run_dir)})
             if outcome.returncode not in (0, 86):
-                context.log.error(f"child exited {outcome.returncode}; last lines:\n{log_tail(run_dir / 'child.log')}")
+                tail = log_tail(run_store.child_log(run_dir))
+                context.log.error(f"child exited {outcome.returncode}; last lines:\n{tail}")
             return outcome
 
         try:
@@ -171,11 +171,11 @@ def labels_reached_loss(context: dg.AssetCheckExecutionContext, config: LabelsRe
                         home: BenchHome) -> dg.AssetCheckResult:
     ds_name, model_key = split_key(context)
     partition = f"{model_key}/{ds_name}"
-    run = current_run(home.path / "runs", model_key, ds_name)
+    run = run_store.current_run(home.path, model_key, ds_name)
     if run is None:
         return check_result(Finding(False, f"{partition}: no finished training run to judge"))
     run_dir, stats = run
-    result_file = run_dir / RESULT_FILE
+    result_file = run_store.result_path(run_dir)
     epochs = json.loads(result_file.read_text())["epochs"] if result_file.exists() else []
     imgsz = stats["signature_fields"]["imgsz"]
     train = _train_annotations(home, ds_name, stats["dataset_version"])
@@ -194,7 +194,7 @@ def labels_reached_loss(context: dg.AssetCheckExecutionContext, config: LabelsRe
 def training_finished(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
     ds_name, model_key = split_key(context)
     partition = f"{model_key}/{ds_name}"
-    run = current_run(home.path / "runs", model_key, ds_name)
+    run = run_store.current_run(home.path, model_key, ds_name)
     if run is None:
         return check_result(Finding(False, f"{partition}: no finished training run to judge"))
     finding = sanity.training_finished(partition, run[1])

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import dagster as dg
 
+from bench_assets.rf100vl.scoring.eval_store import eval_root
+from bench_assets.rf100vl.training.run_store import runs_root
+
 # Beta in dagster 1.13, and exactly the mapping dataset x model partitions need onto dataset partitions.
 warnings.filterwarnings("ignore", message="Class `MultiToSingleDimensionPartitionMapping` is currently in beta")
 
@@ -84,7 +87,8 @@ def recipe_models() -> set[str]:
 
 
 def known_models(home: Path) -> frozenset[str]:
-    return frozenset(recipe_models() | _json_stems(home / "models") | _subdirs(home / "runs") | _subdirs(home / "eval"))
+    return frozenset(recipe_models() | _json_stems(home / "models") | _subdirs(runs_root(home))
+                     | _subdirs(eval_root(home)))
 
 
 def known_names(home: Path) -> KnownNames:
@@ -180,3 +184,17 @@ def register_import(instance: dg.DagsterInstance, name: str, source: str | Path,
     home = home or bench_home_path()
     register(home / "sources", name, local_spec(source, [suite] if suite else []))
     return register_partitions(instance, [name], home=home)
+
+
+def owned_paths(home: Path, kind: str, name: str) -> list[Path]:
+    """What `bench datasets|models remove NAME --purge` removes: a dataset's versions, source record, inbox entry and
+    the runs and evaluations made on it; a model's runs, evaluations, registration and submission."""
+    from bench_assets.rf100vl.datasets.inbox import REFUSED_SUFFIX, TAR_SUFFIXES
+
+    if kind == "dataset":
+        inbox = home / "inbox"
+        return [home / "datasets" / name, home / "sources" / f"{name}.json",
+                *[inbox / f"{name}{s}" for s in ("", *TAR_SUFFIXES, REFUSED_SUFFIX)],
+                *sorted(runs_root(home).glob(f"*/{name}")), *sorted(eval_root(home).glob(f"*/{name}"))]
+    return [runs_root(home) / name, eval_root(home) / name, home / "models" / f"{name}.json",
+            home / "submissions" / f"{name}.json"]

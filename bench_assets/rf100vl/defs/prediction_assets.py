@@ -27,12 +27,12 @@ from bench_assets.rf100vl.scoring.eval_store import (
     current_predictions_pointer,
     fingerprint,
     prediction_inputs,
+    predictions_meta_path,
     predictions_path,
 )
-from bench_assets.rf100vl.training.child.predict import result_path as predict_result_path
 from bench_assets.rf100vl.training.launcher import log_tail, run_child
-from bench_assets.rf100vl.training.specs import PredictResult, PredictSpec
-from bench_assets.rf100vl.training.train_run import current_run
+from bench_assets.rf100vl.training.run_store import current_run
+from bench_assets.rf100vl.training.specs import PredictResult, PredictSpec, predict_result_path
 from resources.bench_home import BenchHome
 from resources.gpu_lanes import GpuLanes
 
@@ -48,7 +48,7 @@ class PredictionsConfig(dg.Config):
 def _current_training_run(home: BenchHome, model_key: str, ds_name: str) -> tuple[Path, dict[str, Any], DatasetRecord]:
     """(run dir, stats, dataset record) of the partition's finished training run; Failure when there is none or
     it was trained on another dataset version than the current one."""
-    run = current_run(home.path / "runs", model_key, ds_name)
+    run = current_run(home.path, model_key, ds_name)
     record = load_record(home.datasets_dir, ds_name)
     if run is None or record is None:
         raise dg.Failure(f"{model_key}/{ds_name}: no finished training run (materialize rf100vl/checkpoint first)")
@@ -120,7 +120,7 @@ def predictions(context: dg.AssetExecutionContext, config: PredictionsConfig, ho
     inputs = prediction_inputs(stats, record.lock, imgsz)
     fp = fingerprint(inputs)
     out = predictions_path(home.path, model_key, ds_name, fp)
-    meta_path = out.with_name(out.name.replace(".predictions.json.gz", ".predictions.meta.json"))
+    meta_path = predictions_meta_path(home.path, model_key, ds_name, fp)
     if out.exists() and meta_path.exists() and not config.force:
         context.log.info(f"predictions {fp[:16]} already exist for these inputs; not recomputed")
         result = PredictResult.model_validate(json.loads(meta_path.read_text())["result"])

@@ -81,11 +81,16 @@ def rf100vl_dataset_backfill(context: dg.ScheduleEvaluationContext):  # noqa: AN
 def stale_scores(home) -> list[tuple[str, str]]:  # noqa: ANN001
     """(dataset, model) whose current score was computed by a different version of scoring.py or of the
     evaluator libraries (hotcoco, pycocotools)."""
-    from bench_assets.rf100vl.scoring.eval_store import current_score, scoring_code_sha256, scoring_engines
+    from bench_assets.rf100vl.scoring.eval_store import (
+        all_current_score_pointers,
+        current_score,
+        scoring_code_sha256,
+        scoring_engines,
+    )
 
     code, engines = scoring_code_sha256(), scoring_engines()
     out = []
-    for pointer in sorted((home / "eval").glob("*/*/CURRENT.score")) if (home / "eval").exists() else []:
+    for pointer in all_current_score_pointers(home):
         model, dataset = pointer.parent.parent.name, pointer.parent.name
         rec = current_score(home, model, dataset)
         if rec is not None and (rec["inputs"]["scoring_code_sha256"] != code

@@ -18,7 +18,8 @@ from bench_assets.rf100vl.datasets.lock import roboflow_version
 from bench_assets.rf100vl.datasets.sources import read_spec
 from bench_assets.rf100vl.datasets.store import current_version, iter_versions, load_record
 from bench_assets.rf100vl.datasets.verify import SPLITS
-from bench_assets.rf100vl.scoring.eval_store import predictions_path
+from bench_assets.rf100vl.scoring.eval_store import all_score_files, is_current_score, predictions_path
+from bench_assets.rf100vl.training import run_store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -169,25 +170,15 @@ def _dataset_split_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _run_dirs(home: Path) -> list[Path]:
-    runs = home / "runs"
-    return sorted(p.parent for p in runs.glob("*/*/*/stats.json")) if runs.exists() else []
-
-
-def _current_run_name(run_dir: Path) -> str | None:
-    pointer = run_dir.parent / "CURRENT"
-    return pointer.read_text().strip() if pointer.exists() else None
-
-
 def _run_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
-    for run_dir in _run_dirs(home):
-        st = json.loads((run_dir / "stats.json").read_text())
+    for run_dir in run_store.finished_run_dirs(home):
+        st = json.loads(run_store.stats_path(run_dir).read_text())
         rows.append({
             "model": st["model"], "dataset": st["dataset"], "dataset_version": st["dataset_version"],
-            "run_signature": st["run_signature"], "is_current": _current_run_name(run_dir) == run_dir.name,
+            "run_signature": st["run_signature"], "is_current": run_store.is_current(run_dir),
             "family": st["family"], "size": st["variant"], "run_variant": st["run_variant"],
             "recipe_file": st["recipe"]["file"], "recipe_sha256": st["recipe"]["sha256"],
             "recipe_conformant": st["recipe"]["conformant"], "epochs": st["epochs"], "epochs_done": st["epochs_done"],
@@ -209,9 +200,10 @@ def _epoch_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
-    for run_dir in _run_dirs(home):
-        st = json.loads((run_dir / "stats.json").read_text())
-        result = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
+    for run_dir in run_store.finished_run_dirs(home):
+        st = json.loads(run_store.stats_path(run_dir).read_text())
+        result_file = run_store.result_path(run_dir)
+        result = json.loads(result_file.read_text()) if result_file.exists() else {}
         for e in result.get("epochs", []):
             rows.append({"model": st["model"], "dataset": st["dataset"], "run_signature": st["run_signature"],
                          "epoch": e["epoch"], "train_loss": e.get("train_loss"),
@@ -224,16 +216,9 @@ def _score_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
-    evals = home / "eval"
-    for path in sorted(evals.glob("*/*/*.score.json")) if evals.exists() else []:
+    for path in all_score_files(home):
         rec = json.loads(path.read_text())
-        pointer = path.parent / "CURRENT.predictions"
-        current_pred = pointer.read_text().strip() if pointer.exists() else None
-        score_pointer = path.parent / "CURRENT.score"
-        # The score the partition last produced; homes from before the pointer existed fall back to
-        # "scores the current predictions" (ambiguous only after a rescore).
-        is_current = (score_pointer.read_text().strip() == rec["fingerprint"] if score_pointer.exists()
-                      else current_pred == rec["inputs"]["predictions_fingerprint"])
+        is_current = is_current_score(path, rec)
         pin = rec["prediction_inputs"]
         rows.append({
             "model": rec["model"], "dataset": rec["dataset"], "dataset_version": rec["dataset_version"],

@@ -1,4 +1,13 @@
-"""Fingerprints and files of predictions and scores (pure; no Dagster, no torch).
+"""The layout of `BENCH_HOME/eval/`, and the fingerprints of predictions and scores (pure; no Dagster, no torch).
+
+    eval/<model>/<dataset>/<fp16>.predictions.json.gz     the best checkpoint's detections on `test` (gzip COCO)
+    eval/<model>/<dataset>/<fp16>.predictions.meta.json   what they were computed from (inputs, fingerprint)
+    eval/<model>/<dataset>/<fp16>.score.json              COCO AP of one predictions file (`score_record`)
+    eval/<model>/<dataset>/CURRENT.predictions            the fingerprint of the partition's current predictions
+    eval/<model>/<dataset>/CURRENT.score                  the fingerprint of its current score
+
+Every other module asks this one for these names, as `datasets/store.py` owns `datasets/` and
+`training/run_store.py` owns `runs/`.
 
 Every result carries the hash of everything that defined it. An unchanged fingerprint means the
 stored file is the answer and nothing is recomputed; anything that changes (weights, test images,
@@ -27,8 +36,20 @@ def fingerprint(inputs: dict[str, Any]) -> str:
     return canonical_json_sha256(inputs)
 
 
+EVAL_DIR = "eval"
+PREDICTIONS_SUFFIX = ".predictions.json.gz"
+PREDICTIONS_META_SUFFIX = ".predictions.meta.json"
+SCORE_SUFFIX = ".score.json"
+CURRENT_PREDICTIONS = "CURRENT.predictions"
+CURRENT_SCORE = "CURRENT.score"
+
+
+def eval_root(home: Path) -> Path:
+    return home / EVAL_DIR
+
+
 def eval_dir(home: Path, model_key: str, dataset: str) -> Path:
-    return home / "eval" / model_key / dataset
+    return eval_root(home) / model_key / dataset
 
 
 def prediction_inputs(stats: dict[str, Any], lock: dict[str, Any], imgsz: int) -> dict[str, Any]:
@@ -42,7 +63,11 @@ def prediction_inputs(stats: dict[str, Any], lock: dict[str, Any], imgsz: int) -
 
 
 def predictions_path(home: Path, model_key: str, dataset: str, fp: str) -> Path:
-    return eval_dir(home, model_key, dataset) / f"{fp[:16]}.predictions.json.gz"
+    return eval_dir(home, model_key, dataset) / f"{fp[:16]}{PREDICTIONS_SUFFIX}"
+
+
+def predictions_meta_path(home: Path, model_key: str, dataset: str, fp: str) -> Path:
+    return eval_dir(home, model_key, dataset) / f"{fp[:16]}{PREDICTIONS_META_SUFFIX}"
 
 
 def scoring_code_sha256() -> str:
@@ -90,17 +115,46 @@ def score_record(fp: str, inputs: dict[str, Any], dataset: str, model: str, data
 
 
 def score_path(home: Path, model_key: str, dataset: str, fp: str) -> Path:
-    return eval_dir(home, model_key, dataset) / f"{fp[:16]}.score.json"
+    return eval_dir(home, model_key, dataset) / f"{fp[:16]}{SCORE_SUFFIX}"
+
+
+def score_files(home: Path, model_key: str, dataset: str) -> list[Path]:
+    """Every score file of one partition, current or not, sorted by name."""
+    return sorted(eval_dir(home, model_key, dataset).glob(f"*{SCORE_SUFFIX}"))
+
+
+def all_score_files(home: Path) -> list[Path]:
+    """Every score file under eval/, sorted."""
+    root = eval_root(home)
+    return sorted(root.glob(f"*/*/*{SCORE_SUFFIX}")) if root.exists() else []
+
+
+def all_current_score_pointers(home: Path) -> list[Path]:
+    """Every partition's CURRENT.score pointer under eval/, sorted."""
+    root = eval_root(home)
+    return sorted(root.glob(f"*/*/{CURRENT_SCORE}")) if root.exists() else []
 
 
 def current_predictions_pointer(home: Path, model_key: str, dataset: str) -> Path:
     """Names the fingerprint of the predictions the partition's latest materialization produced."""
-    return eval_dir(home, model_key, dataset) / "CURRENT.predictions"
+    return eval_dir(home, model_key, dataset) / CURRENT_PREDICTIONS
 
 
 def current_score_pointer(home: Path, model_key: str, dataset: str) -> Path:
     """Names the fingerprint of the score the partition's latest materialization produced or reused."""
-    return eval_dir(home, model_key, dataset) / "CURRENT.score"
+    return eval_dir(home, model_key, dataset) / CURRENT_SCORE
+
+
+def is_current_score(score_file: Path, record: dict[str, Any]) -> bool:
+    """Whether `score_file` (holding `record`) is its partition's current score: the one CURRENT.score names; homes
+    from before that pointer existed fall back to "scores the current predictions" (ambiguous only after a
+    rescore)."""
+    score_pointer = score_file.parent / CURRENT_SCORE
+    if score_pointer.exists():
+        return score_pointer.read_text().strip() == record["fingerprint"]
+    pointer = score_file.parent / CURRENT_PREDICTIONS
+    current_pred = pointer.read_text().strip() if pointer.exists() else None
+    return current_pred == record["inputs"]["predictions_fingerprint"]
 
 
 def current_score(home: Path, model_key: str, dataset: str) -> dict[str, Any] | None:
@@ -113,7 +167,7 @@ def current_score(home: Path, model_key: str, dataset: str) -> dict[str, Any] | 
     if not pred.exists():
         return None
     fp = pred.read_text().strip()
-    scores = [json.loads(p.read_text()) for p in sorted(eval_dir(home, model_key, dataset).glob("*.score.json"),
+    scores = [json.loads(p.read_text()) for p in sorted(score_files(home, model_key, dataset),
                                                          key=lambda p: p.stat().st_mtime)]
     matching = [s for s in scores if s["inputs"]["predictions_fingerprint"] == fp]
     return matching[-1] if matching else None
@@ -124,5 +178,4 @@ def current_predictions_meta(home: Path, model_key: str, dataset: str) -> dict[s
     if not pointer.exists():
         return None
     fp = pointer.read_text().strip()
-    meta = eval_dir(home, model_key, dataset) / f"{fp[:16]}.predictions.meta.json"
-    return json.loads(meta.read_text())
+    return json.loads(predictions_meta_path(home, model_key, dataset, fp).read_text())

@@ -16,10 +16,10 @@ def rescore_all(home: Path, model: str | None = None, datasets: str | None = Non
     from bench_assets.rf100vl.datasets.store import load_record
     from bench_assets.rf100vl.datasets.verify import ANNOTATIONS_FILE
     from bench_assets.rf100vl.scoring import coco as scoring
-    from bench_assets.rf100vl.scoring.eval_store import current_predictions_meta, predictions_path
+    from bench_assets.rf100vl.scoring.eval_store import all_score_files, current_predictions_meta, predictions_path
 
     wanted = {d for d in (datasets or "").split(",") if d}
-    records = sorted((home / "eval").glob("*/*/*.score.json")) if (home / "eval").exists() else []
+    records = all_score_files(home)
     checked, drifted, refused = 0, [], []
     for path in records:
         rec = json.loads(path.read_text())

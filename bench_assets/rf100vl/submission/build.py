@@ -32,6 +32,7 @@ from bench_assets.rf100vl.scoring.eval_store import (
     NMS_IOU,
     SPLIT,
     current_score,
+    eval_root,
     predictions_path,
     score_path,
 )
@@ -39,7 +40,9 @@ from bench_assets.rf100vl.submission import shape
 from bench_assets.rf100vl.submission.schema import schema_problems
 from bench_assets.rf100vl.training.models import ModelEntry, read_entry
 from bench_assets.rf100vl.training.recipes import PROTOCOL_VERSION, recipe_path
+from bench_assets.rf100vl.training.run_store import current_stats
 from bench_assets.rf100vl.training.runplan import parse_model
+from bench_assets.rf100vl.training.specs import predict_result_path
 
 SCHEMA = "va.submission.v1"
 HARNESS_VERSION = "0.1.0"  # the platform's package version (pyproject.toml)
@@ -195,15 +198,6 @@ def _campaign_datasets(entry: ModelEntry) -> list[str]:
     return list(entry.datasets)
 
 
-def _current_run_stats(run_dir: Path) -> dict[str, Any] | None:
-    """stats.json of the run that runs/<model>/<dataset>/CURRENT names, or None."""
-    pointer = run_dir / "CURRENT"
-    if not pointer.exists():
-        return None
-    stats_file = run_dir / pointer.read_text().strip() / "stats.json"
-    return json.loads(stats_file.read_text()) if stats_file.exists() else None
-
-
 def _stored_record(datasets_dir: Path, name: str, version: str | None) -> DatasetRecord | None:
     """Version `version` of dataset `name` as stored, or None when it is not on disk (purged since it was scored, or
     a CURRENT pointer naming nothing): the build then says so in its reasons instead of failing on a missing file."""
@@ -240,7 +234,7 @@ def _dataset_row(home: Path, model: str, name: str, rec: dict[str, Any], stats: 
 
 def _inference_cost(predictions_file: Path) -> dict[str, Any] | None:
     """What the prediction child measured of inference (latency, GFLOPs, memory, hardware), or None."""
-    result = predictions_file.with_suffix(".result.json")
+    result = predict_result_path(predictions_file)
     if not result.exists():
         return None
     return json.loads(result.read_text()).get("inference")
@@ -255,7 +249,7 @@ def _collect_scores(home: Path, model: str, wanted: list[str]) -> _CampaignScore
         if rec is None:
             scores.missing.append(name)
             continue
-        stats = _current_run_stats(home / "runs" / model / name)
+        stats = current_stats(home, model, name)
         lock_version = current_version(datasets_dir, name)
         if _stored_record(datasets_dir, name, lock_version) is None:
             scores.lock_reasons.append(f"{name}: no version lock stored for the dataset")
@@ -398,7 +392,7 @@ def _rf100vl_block(home: Path, model: str, scores: _CampaignScores, versions_sha
                      "expected_datasets": EXPECTED_DATASETS},
         "dataset_versions_sha256": versions_sha256,  # the versions lock's file hash, as published
         "recipe_sha256": ",".join(recipe_shas),
-        "per_dataset_results_dir": str(home / "eval" / model),
+        "per_dataset_results_dir": str(eval_root(home) / model),
         "valid_submission": False,
         "invalid_reasons": [],
         "datasets": scores.rows,

@@ -72,6 +72,8 @@ from typing import Any, TypeVar
 from bench_assets.platform import hf
 from bench_assets.platform.fsutil import canonical_json_sha256, human_bytes
 from bench_assets.platform.hf import AUTH_STATUSES, FailureKind, HubAccess, HubFailure
+from bench_assets.rf100vl.scoring import eval_store
+from bench_assets.rf100vl.training import run_store
 
 TIERS = ("results", "checkpoints", "all")
 REPO_TYPE = "dataset"
@@ -223,16 +225,15 @@ class _Run:
 
 def _current_runs(home: Path, model: str) -> tuple[dict[str, _Run], list[str]]:
     """Finished runs (``CURRENT`` pointers) of ``model`` by dataset, and notes on dataset dirs without one."""
-    root = home / "runs" / model
     runs: dict[str, _Run] = {}
     unfinished: list[str] = []
-    for ds_dir in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
-        pointer = ds_dir / "CURRENT"
+    for ds_dir in run_store.model_partitions(home, model):
+        pointer = run_store.current_pointer(home, model, ds_dir.name)
         if not pointer.is_file():
             unfinished.append(ds_dir.name)
             continue
         run_dir = ds_dir / _read_pointer(pointer, _TRAIN_FIX)
-        stats_path = run_dir / "stats.json"
+        stats_path = run_store.stats_path(run_dir)
         stats = _read_json(stats_path, f"{pointer} names a run without stats; {_TRAIN_FIX}")
         if stats.get("model") != model or stats.get("dataset") != ds_dir.name:
             raise PlanError(
@@ -303,11 +304,10 @@ def _results_files(builder: _Builder, home: Path, model: str, run: _Run) -> None
     ds = run.dataset
     rel = f"datasets/{ds}"
     builder.add(run.stats_path, f"{rel}/stats.json", "results")
-    builder.add(_require_file(run.run_dir / "result.json", _TRAIN_FIX), f"{rel}/result.json", "results")
-    eval_dir = home / "eval" / model / ds
-    fp = _read_pointer(eval_dir / "CURRENT.predictions", _EVAL_FIX)
-    predictions = _require_file(eval_dir / f"{fp[:16]}.predictions.json.gz", _EVAL_FIX)
-    meta_path = eval_dir / f"{fp[:16]}.predictions.meta.json"
+    builder.add(_require_file(run_store.result_path(run.run_dir), _TRAIN_FIX), f"{rel}/result.json", "results")
+    fp = _read_pointer(eval_store.current_predictions_pointer(home, model, ds), _EVAL_FIX)
+    predictions = _require_file(eval_store.predictions_path(home, model, ds, fp), _EVAL_FIX)
+    meta_path = eval_store.predictions_meta_path(home, model, ds, fp)
     meta = _read_json(meta_path, _EVAL_FIX)
     weights = (meta.get("inputs") or {}).get("weights_sha256")
     if weights is not None and weights != run.stats.get("best_checkpoint_sha256"):
@@ -315,7 +315,7 @@ def _results_files(builder: _Builder, home: Path, model: str, run: _Run) -> None
             f"{meta_path} was predicted with weights {str(weights)[:12]}, but the current run {run.run_dir} has "
             f"{str(run.stats.get('best_checkpoint_sha256'))[:12]}; predictions are stale: {_EVAL_FIX}"
         )
-    score_path = _current_score(eval_dir, fp)
+    score_path = _current_score(home, model, ds, fp)
     score = _read_json(score_path, _EVAL_FIX)
     pred_file = builder.add(predictions, f"{rel}/predictions.json.gz", "results")
     recorded = (score.get("inputs") or {}).get("predictions_sha256")
@@ -328,11 +328,12 @@ def _results_files(builder: _Builder, home: Path, model: str, run: _Run) -> None
     builder.add(score_path, f"{rel}/score.json", "results")
 
 
-def _current_score(eval_dir: Path, predictions_fp: str) -> Path:
+def _current_score(home: Path, model: str, ds: str, predictions_fp: str) -> Path:
     """The score.json of the current predictions: CURRENT.score when written, else the only one that matches."""
-    pointer = eval_dir / "CURRENT.score"
+    eval_dir = eval_store.eval_dir(home, model, ds)
+    pointer = eval_store.current_score_pointer(home, model, ds)
     if pointer.is_file():
-        path = eval_dir / f"{_read_pointer(pointer, _EVAL_FIX)[:16]}.score.json"
+        path = eval_store.score_path(home, model, ds, _read_pointer(pointer, _EVAL_FIX))
         doc = _read_json(path, f"{pointer} names it; {_EVAL_FIX}")
         scored = (doc.get("inputs") or {}).get("predictions_fingerprint")
         if scored != predictions_fp:
@@ -342,7 +343,7 @@ def _current_score(eval_dir: Path, predictions_fp: str) -> Path:
             )
         return path
     matching = []
-    for path in sorted(eval_dir.glob("*.score.json")):
+    for path in eval_store.score_files(home, model, ds):
         doc = _read_json(path, _EVAL_FIX)
         if (doc.get("inputs") or {}).get("predictions_fingerprint") == predictions_fp:
             matching.append(path)
@@ -420,7 +421,7 @@ def _submission_runs(
         run = runs.get(ds)
         if run is None:
             raise PlanError(
-                f"{path} lists {ds} but {home / 'runs' / model / ds / 'CURRENT'} is missing; "
+                f"{path} lists {ds} but {run_store.current_pointer(home, model, ds)} is missing; "
                 f"{_TRAIN_FIX}, or rebuild the submission"
             )
         if weights is not None and weights != run.stats.get("best_checkpoint_sha256"):
@@ -446,7 +447,7 @@ def _selected_runs(home: Path, model: str, tier: str, runs: dict[str, _Run]) -> 
         submission = _submission_datasets(_read_json(path, fix), path, model)
         return _submission_runs(submission, path, home, model, runs)
     if not runs:
-        raise PlanError(f"no finished runs under {home / 'runs' / model}; {_TRAIN_FIX}")
+        raise PlanError(f"no finished runs under {run_store.runs_root(home) / model}; {_TRAIN_FIX}")
     selected = [runs[d] for d in sorted(runs)]
     return selected, [f"no {path.name}: publishing every finished run ({len(selected)})"]
 

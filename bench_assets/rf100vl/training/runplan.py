@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 from bench_assets.rf100vl.training.recipes import LoadedRecipe
+from bench_assets.rf100vl.training.run_store import last_weights, stats_path, status_path
 
 MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9]*)-(?P<size>[a-z0-9]+)$")
 Variant = Literal["standard", "oom_fallback", "dense_fallback"]
@@ -88,31 +89,29 @@ def run_signature(fields: dict[str, Any]) -> str:
 
 
 RunState = Literal["new", "resumable", "done", "oom", "corrupt"]
-STATUS_FILE = "bench_status.json"  # LibreYOLO writes its own status.json in the run dir
-STATS_FILE = "stats.json"
 
 
 def run_state(run_dir: Path, signature: str) -> RunState:
     """What an existing run directory holds. `done` only when status, stats and checkpoint all agree;
     a stale `running` (the step died) with a readable last.pt is resumable."""
-    status_path = run_dir / STATUS_FILE
-    if not status_path.exists():
-        return "resumable" if (run_dir / "weights" / "last.pt").exists() else "new"
-    status = json.loads(status_path.read_text())
+    status_file = status_path(run_dir)
+    if not status_file.exists():
+        return "resumable" if last_weights(run_dir).exists() else "new"
+    status = json.loads(status_file.read_text())
     if status.get("signature") != signature:
-        raise ValueError(f"{status_path}: signature {status.get('signature')} != directory's {signature}")
+        raise ValueError(f"{status_file}: signature {status.get('signature')} != directory's {signature}")
     state = status.get("state")
     if state == "done":
-        stats_path = run_dir / STATS_FILE
-        if stats_path.exists():
-            stats = json.loads(stats_path.read_text())
+        stats_file = stats_path(run_dir)
+        if stats_file.exists():
+            stats = json.loads(stats_file.read_text())
             best = Path(stats.get("best_checkpoint") or "")
             if (stats.get("run_signature") == signature and best.is_file()
                     and sha256_file(best) == stats.get("best_checkpoint_sha256")):
                 return "done"
             return "corrupt"  # finished once, but its checkpoint is gone or changed: never trust it
-        return "resumable" if (run_dir / "weights" / "last.pt").exists() else "new"
+        return "resumable" if last_weights(run_dir).exists() else "new"
     if state == "oom":
         return "oom"  # this variant cannot fit: the caller moves on to the fallback
     # failed, timed out or a stale "running" (the step died): continue from last.pt when there is one
-    return "resumable" if (run_dir / "weights" / "last.pt").exists() else "new"
+    return "resumable" if last_weights(run_dir).exists() else "new"

@@ -7,6 +7,7 @@ JSON the child wrote atomically.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -115,3 +116,9 @@ class PredictResult(_Strict):
     # Inference cost measured after the predictions (the submission's timing/throughput/model_stats/memory):
     # None when the measurement itself failed (the predictions stand regardless).
     inference: dict[str, Any] | None = None
+
+
+def predict_result_path(out_path: str | Path) -> Path:
+    """Where the prediction child writes its PredictResult: `out_path`'s last suffix replaced (`p.json.gz` ->
+    `p.json.result.json`), beside the predictions."""
+    return Path(out_path).with_suffix(".result.json")

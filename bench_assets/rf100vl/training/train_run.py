@@ -17,13 +17,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench_assets.platform.fsutil import atomic_write_json, atomic_write_text
+from bench_assets.platform.fsutil import atomic_write_json
 from bench_assets.platform.fsutil import sha256_file as sha256_of
 from bench_assets.rf100vl.datasets.store import DatasetRecord
+from bench_assets.rf100vl.training import run_store
 from bench_assets.rf100vl.training.recipes import LoadedRecipe
 from bench_assets.rf100vl.training.runplan import (
-    STATS_FILE,
-    STATUS_FILE,
     ModelKey,
     RunVariant,
     effective_precision,
@@ -33,10 +32,6 @@ from bench_assets.rf100vl.training.runplan import (
     variant_sequence,
 )
 from bench_assets.rf100vl.training.specs import EXIT_DONE, EXIT_OOM, TrainResult, TrainSpec
-
-RESULT_FILE = "result.json"
-CURRENT_FILE = "CURRENT"  # runs/<model>/<dataset>/CURRENT names the finished run predictions use
-SPEC_FILE = "train_spec.json"
 
 
 class Launched(Protocol):
@@ -88,7 +83,7 @@ def plan_run(req: TrainRequest, variant: RunVariant) -> tuple[dict[str, Any], st
         train_annotations_sha256=lock["splits"]["train"]["annotations_sha256"], variant=variant, epochs=epochs,
         imgsz=size.imgsz, precision=precision, max_det=500, eval_max_det=500)
     signature = run_signature(fields)
-    run_dir = req.runs_dir / req.model.key / req.dataset.name / signature[:16]
+    run_dir = run_store.signature_dir(req.runs_dir, req.model.key, req.dataset.name, signature)
     spec = TrainSpec(
         family=req.model.family, size=req.model.size, num_classes=req.dataset.manifest["num_classes"],
         class_names=req.dataset.manifest["classes"], dataset_dir=str(req.dataset.path), run_dir=str(run_dir),
@@ -103,7 +98,8 @@ def plan_run(req: TrainRequest, variant: RunVariant) -> tuple[dict[str, Any], st
 
 
 def _status(run_dir: Path, signature: str, state: str, **extra: Any) -> None:
-    atomic_write_json(run_dir / STATUS_FILE, {"signature": signature, "state": state, "updated": _now(), **extra})
+    atomic_write_json(run_store.status_path(run_dir),
+                      {"signature": signature, "state": state, "updated": _now(), **extra})
 
 
 def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: RunVariant, result: TrainResult,
@@ -155,14 +151,14 @@ def _version(pkg: str) -> str | None:
 
 
 def read_result(run_dir: Path) -> TrainResult | None:
-    p = run_dir / RESULT_FILE
+    p = run_store.result_path(run_dir)
     return TrainResult.model_validate_json(p.read_text()) if p.exists() else None
 
 
 def _reuse_finished_run(run_dir: Path, tried: list[str]) -> TrainOutcome:
     """Point CURRENT at a run already finished under this signature; nothing is trained."""
-    stats = json.loads((run_dir / STATS_FILE).read_text())
-    atomic_write_text(run_dir.parent / CURRENT_FILE, run_dir.name + "\n")
+    stats = json.loads(run_store.stats_path(run_dir).read_text())
+    run_store.point_current(run_dir)
     return TrainOutcome(run_dir, stats, skipped=True, variants_tried=tried)
 
 
@@ -178,8 +174,8 @@ def _set_aside_corrupt_run(run_dir: Path, signature: str, log: Callable[[str], N
 def _record_start(req: TrainRequest, run_dir: Path, spec: TrainSpec, fields: dict[str, Any], signature: str,
                   variant: RunVariant, log: Callable[[str], None]) -> str:
     """Write the child's spec, the signature fields and a `running` status; return the start time."""
-    atomic_write_json(run_dir / SPEC_FILE, spec.model_dump())
-    atomic_write_json(run_dir / "signature.json", fields)
+    atomic_write_json(run_store.spec_path(run_dir), spec.model_dump())
+    atomic_write_json(run_store.signature_path(run_dir), fields)
     started = _now()
     _status(run_dir, signature, "running", variant=variant.name, started=started)
     log(f"{req.model.key}/{req.dataset.name}: {'resuming' if spec.resume else 'starting'} {variant.name} run "
@@ -193,7 +189,7 @@ def _launch_variant(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec],
                     log: Callable[[str], None]) -> TrainResult | None:
     """Run the training child once and judge it: its result when it finished, None when it ran out of memory
     and `fallback` (the next variant) takes over; TrainingFailed (status.json says why) otherwise."""
-    outcome = launch(run_dir / SPEC_FILE, run_dir, spec)
+    outcome = launch(run_store.spec_path(run_dir), run_dir, spec)
     result = read_result(run_dir)
     if outcome.timed_out:
         _status(run_dir, signature, "timeout", seconds=outcome.wall_seconds)
@@ -219,9 +215,9 @@ def _record_finish(req: TrainRequest, run_dir: Path, fields: dict[str, Any], sig
                    result: TrainResult, started: str, resumed: bool, tried: list[str]) -> TrainOutcome:
     """Write stats.json and a `done` status, and point CURRENT at the run."""
     stats = _stats(req, fields, signature, variant, result, started, resumed)
-    atomic_write_json(run_dir / STATS_FILE, stats)
+    atomic_write_json(run_store.stats_path(run_dir), stats)
     _status(run_dir, signature, "done", variant=variant.name)
-    atomic_write_text(run_dir.parent / CURRENT_FILE, run_dir.name + "\n")
+    run_store.point_current(run_dir)
     return TrainOutcome(run_dir, stats, skipped=False, variants_tried=tried)
 
 
@@ -256,11 +252,3 @@ def train_partition(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec],
         return _record_finish(req, run_dir, fields, signature, variant, result, started, resume, tried)
     raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: every variant ran out of memory: {tried}")
 
-
-def current_run(runs_dir: Path, model_key: str, dataset: str) -> tuple[Path, dict[str, Any]] | None:
-    """(run dir, stats) of the finished run a partition's predictions use, or None."""
-    pointer = runs_dir / model_key / dataset / CURRENT_FILE
-    if not pointer.exists():
-        return None
-    run_dir = pointer.parent / pointer.read_text().strip()
-    return run_dir, json.loads((run_dir / STATS_FILE).read_text())

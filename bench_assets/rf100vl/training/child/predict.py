@@ -44,15 +44,17 @@ from bench_assets.rf100vl.training.child.common import (
     require_local_file,
     write_data_yaml,
 )
-from bench_assets.rf100vl.training.specs import EXIT_DONE, EXIT_FAILED, EXIT_OOM, PredictResult, PredictSpec
+from bench_assets.rf100vl.training.specs import (
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_OOM,
+    PredictResult,
+    PredictSpec,
+    predict_result_path,
+)
 
 VAL_BATCH = 16
 TIMING_IMAGES = 50  # images timed one by one for the inference-cost figures (after one warm-up call)
-
-
-def result_path(out_path: str | Path) -> Path:
-    """Where the PredictResult goes: ``out_path``'s last suffix replaced (``p.json.gz`` -> ``p.json.result.json``)."""
-    return Path(out_path).with_suffix(".result.json")
 
 
 def finalize_detections(raw: list[dict[str, Any]], image_ids: set[int], category_ids: set[int],
@@ -185,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     result = PredictResult(status=status, images=images, detections=detections,  # type: ignore[arg-type]
                            out_path=str(Path(spec.out_path).resolve()), wall_seconds=round(clock(), 3),
                            message=message, inference=inference)
-    atomic_write_json(result_path(spec.out_path), result.model_dump(mode="json"))
+    atomic_write_json(predict_result_path(spec.out_path), result.model_dump(mode="json"))
     reporter.close()
     return code
 

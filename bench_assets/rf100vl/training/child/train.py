@@ -27,6 +27,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from bench_assets.rf100vl.training import run_store
 from bench_assets.rf100vl.training.child.common import (
     Reporter,
     Stopwatch,
@@ -55,7 +56,6 @@ from bench_assets.rf100vl.training.specs import (
     TrainSpec,
 )
 
-RESULT_FILE = "result.json"
 METRICS_FILE = "metrics.jsonl"
 
 # Train arguments the spec owns; train_overrides may not set them.
@@ -144,8 +144,7 @@ def read_epoch_records(run_dir: Path, max_epoch: int | None) -> list[EpochRecord
 def build_result(spec: TrainSpec, status: str, message: str, wall: float, resumed_from: int | None,
                  accumulation: int) -> TrainResult:
     run_dir = Path(spec.run_dir).resolve()
-    weights = run_dir / "weights"
-    last, best = weights / "last.pt", weights / "best.pt"
+    last, best = run_store.last_weights(run_dir), run_store.best_weights(run_dir)
     last_meta = checkpoint_meta(last)
     best_meta = checkpoint_meta(best)
     epochs_done = int(last_meta["epoch"]) + 1 if last_meta and "epoch" in last_meta else 0
@@ -227,7 +226,7 @@ class _Hooks:
         real_save, held = torch.save, []
 
         def save_last_last(obj: Any, f: Any, *a: Any, **k: Any) -> None:
-            if Path(str(f)).name == "last.pt":
+            if Path(str(f)).name == run_store.LAST_WEIGHTS:
                 held.append((obj, f, a, k))
             else:
                 real_save(obj, f, *a, **k)
@@ -399,8 +398,8 @@ def allowed_override_keys(cls: type) -> set[str]:
 
 def _fresh_start(run_dir: Path) -> None:
     """A non-resumed run starts clean: stale checkpoints/metrics of an earlier attempt must not leak in."""
-    for p in [*(run_dir / "weights").glob("*.pt"), run_dir / METRICS_FILE, run_dir / "results.csv",
-              run_dir / "summary.json", run_dir / RESULT_FILE]:
+    for p in [*run_store.weights_dir(run_dir).glob("*.pt"), run_dir / METRICS_FILE, run_dir / "results.csv",
+              run_dir / "summary.json", run_store.result_path(run_dir)]:
         p.unlink(missing_ok=True)
 
 
@@ -415,7 +414,7 @@ class _Run:
     def execute(self) -> str:
         spec, run_dir, log = self.spec, self.run_dir, self.reporter.info
         _check_spec(spec)
-        last = run_dir / "weights" / "last.pt"
+        last = run_store.last_weights(run_dir)
         resume = spec.resume and last.is_file()
         if spec.init_weights is not None and not resume:
             require_local_file(spec.init_weights, "init_weights")  # before the ~3-9 s torch/LibreYOLO import
@@ -452,7 +451,7 @@ class _Run:
         offline_env()
         threads = pin_threads()
         install_atomic_torch_save()
-        remove_stale_temps(run_dir / "weights")
+        remove_stale_temps(run_store.weights_dir(run_dir))
         # cache="disk" writes .npy sidecars beside the images it reads: keep them out of the dataset store.
         links = run_dir / "image_links" if spec.cache == "disk" else None
         return threads, write_data_yaml(spec.dataset_dir, run_dir, spec.class_names, link_images_to=links)
@@ -581,10 +580,10 @@ def main(argv: list[str] | None = None) -> int:
                              message=f"{message}; result assembly failed: {type(exc).__name__}: {exc}")
         code = EXIT_FAILED if code == EXIT_DONE else code
     result = result.model_copy(update=_device_facts(spec))
-    atomic_write_json(run_dir / RESULT_FILE, result.model_dump(mode="json"))
+    atomic_write_json(run_store.result_path(run_dir), result.model_dump(mode="json"))
     reporter.info(
         f"result {result.status}: epochs_done={result.epochs_done} best_epoch={result.best_epoch} "
-        f"valid mAP50-95={result.valid_mAP50_95} wall={result.wall_seconds:.1f}s -> {run_dir / RESULT_FILE}"
+        f"valid mAP50-95={result.valid_mAP50_95} wall={result.wall_seconds:.1f}s -> {run_store.result_path(run_dir)}"
     )
     reporter.close()
     return code
