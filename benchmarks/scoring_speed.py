@@ -268,8 +268,8 @@ def parity_check(workdir: Path, files: dict[str, Path], max_det: int, subject_ou
     import numpy as np
 
     from bench_assets.rf100vl.scoring import coco as scoring
-
-    gt, dets = scoring.load_json_any(files["gt"]), scoring.load_json_any(files["pred"])
+    from bench_assets.rf100vl.scoring.loading import load_json_any
+    gt, dets = load_json_any(files["gt"]), load_json_any(files["pred"])
     fast = scoring.score(gt, dets, backend="fast", max_det=max_det)
     assert fast.arrays is not None
     out: dict[str, Any] = {"cli_metrics_equal": subject_out.get("metrics") == fast.metrics, "vs": {}}

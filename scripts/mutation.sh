@@ -8,7 +8,7 @@
 #   scripts/mutation.sh --recheck [mods]     run the survivors (and "no tests") again, e.g. after adding tests
 #   scripts/mutation.sh --report [mods]      print the table only
 #
-# Modules: scoring sanity warehouse_checks verify submission lock (bench_assets/rf100vl/) and stats bootstrap
+# Modules: scoring (coco, and scoring_validation/_backends/_results/_loading) sanity warehouse_checks verify submission lock (bench_assets/rf100vl/) and stats bootstrap
 # (bench_assets/augbench/). MUTATION_CHILDREN (default 2) mutants run at a time, under `nice -n 10`.
 # Exit status: non-zero when a module has unchecked mutants or the kill rate of the selection is under
 # MUTATION_MIN (default 90) percent.
@@ -36,12 +36,15 @@ CHILDREN=${MUTATION_CHILDREN:-2}
 MIN=${MUTATION_MIN:-90}
 
 declare -A PATHS=(
-  [scoring]=bench_assets/rf100vl/scoring/coco.py [sanity]=bench_assets/rf100vl/scoring/sanity.py
+  [scoring]=bench_assets/rf100vl/scoring/coco.py [scoring_validation]=bench_assets/rf100vl/scoring/validation.py
+  [scoring_backends]=bench_assets/rf100vl/scoring/backends.py [scoring_results]=bench_assets/rf100vl/scoring/results.py
+  [scoring_loading]=bench_assets/rf100vl/scoring/loading.py [sanity]=bench_assets/rf100vl/scoring/sanity.py
   [warehouse_checks]=bench_assets/rf100vl/report/warehouse_checks.py [verify]=bench_assets/rf100vl/datasets/verify.py
   [submission]=bench_assets/rf100vl/submission/build.py [lock]=bench_assets/rf100vl/datasets/lock.py
   [stats]=bench_assets/augbench/stats.py [bootstrap]=bench_assets/augbench/bootstrap.py
 )
-ORDER=(stats bootstrap sanity warehouse_checks verify submission scoring lock)  # lock last (issue 15)
+ORDER=(stats bootstrap sanity warehouse_checks verify submission scoring scoring_validation scoring_backends
+       scoring_results scoring_loading lock)  # lock last (issue 15)
 
 mode=run
 mods=()

@@ -3,7 +3,7 @@
 Light on purpose: imports argparse, json and `scoring` (numpy) only; the COCO library of the chosen
 backend is imported when scoring starts. No Dagster, torch or pandas, so `bench` can dispatch here
 before importing anything heavy. Also runnable as `python -m bench_assets.cli.score`. The
-process runs with the cyclic garbage collector paused (`scoring.no_gc`): it allocates two containers
+process runs with the cyclic garbage collector paused (`no_gc`): it allocates two containers
 per detection and frees nothing cyclic, and the collections would cost more than parsing.
 
 Backends: `fast` (default; hotcoco's Rust COCOeval fed from the validated arrays), `reference` (stock
@@ -32,6 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from bench_assets.rf100vl.scoring import coco as scoring
+from bench_assets.rf100vl.scoring.backends import PreparedGT
+from bench_assets.rf100vl.scoring.loading import load_json_any, no_gc
+from bench_assets.rf100vl.scoring.results import (
+    BACKENDS,
+    DEFAULT_MAX_DET,
+    GroundTruthInvalid,
+    InputUnreadable,
+    PredictionsInvalid,
+    ScoreResult,
+    ScoreUndefined,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,20 +51,20 @@ def _parser() -> argparse.ArgumentParser:
         description="Score a COCO detections file against COCO ground truth; print the metrics as JSON.")
     p.add_argument("gt", type=Path, help="ground truth: COCO annotations (.json or .json.gz)")
     p.add_argument("predictions", type=Path, help="detections: COCO results list (.json or .json.gz)")
-    p.add_argument("--backend", choices=(*scoring.BACKENDS, "both"), default="fast",
+    p.add_argument("--backend", choices=(*BACKENDS, "both"), default="fast",
                    help="fast = hotcoco fed directly (default), reference = stock pycocotools, hotcoco = hotcoco's "
                         "COCO/loadRes route, faster-coco-eval, both = fast headline + reference + parity audit of "
                         "the metrics and the precision/recall arrays")
-    p.add_argument("--max-det", type=int, default=scoring.DEFAULT_MAX_DET,
+    p.add_argument("--max-det", type=int, default=DEFAULT_MAX_DET,
                    help="COCOeval's maxDets cap per image and category, where AP and AR_max_det are read "
-                        f"(default {scoring.DEFAULT_MAX_DET})")
+                        f"(default {DEFAULT_MAX_DET})")
     p.add_argument("--strict", action="store_true",
                    help="refuse a file with more than --max-det detections on an image (all categories together), "
                         "as the protocol requires, instead of scoring it as pycocotools does")
     return p
 
 
-def _result_json(r: scoring.ScoreResult) -> dict[str, Any]:
+def _result_json(r: ScoreResult) -> dict[str, Any]:
     return {"backend": r.backend, "engine": r.engine, "max_det": r.max_det, "num_images": r.num_images,
             "num_gt": r.num_gt, "num_dets": r.num_dets, "metrics": r.metrics,
             "seconds": {k: round(v, 4) for k, v in r.seconds.items()}, "warnings": list(r.warnings),
@@ -75,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"bench score: error: --max-det must be >= 1, got {args.max_det}", file=sys.stderr)
         return 2
-    with scoring.no_gc():
+    with no_gc():
         return _run(args)
 
 
@@ -83,19 +94,19 @@ def _run(args: argparse.Namespace) -> int:
     docs = []
     for what, path in (("ground truth", args.gt), ("predictions", args.predictions)):
         try:
-            docs.append(scoring.load_json_any(path))
+            docs.append(load_json_any(path))
         except FileNotFoundError:
             return _fail(f"{what} file {path}: no such file")
         except IsADirectoryError:
             return _fail(f"{what} file {path}: is a directory, expected a .json or .json.gz file")
         except OSError as e:
             return _fail(f"{what} file {path}: cannot read ({e})")
-        except scoring.InputUnreadable as e:
+        except InputUnreadable as e:
             return _fail(f"{what} {e}")
     gt, dets = docs
     try:
         out, res = _score(args, gt, dets)
-    except (scoring.GroundTruthInvalid, scoring.PredictionsInvalid, scoring.ScoreUndefined) as e:
+    except (GroundTruthInvalid, PredictionsInvalid, ScoreUndefined) as e:
         return _fail(str(e))
     for warning in res.warnings:
         print(f"bench score: warning: {warning}", file=sys.stderr)
@@ -105,9 +116,9 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score(args: argparse.Namespace, gt: Any, dets: Any) -> tuple[dict[str, Any], scoring.ScoreResult]:
+def _score(args: argparse.Namespace, gt: Any, dets: Any) -> tuple[dict[str, Any], ScoreResult]:
     """(the JSON to print, the headline result) for the chosen backend."""
-    prepared = scoring.PreparedGT.build(gt, source=str(args.gt))
+    prepared = PreparedGT.build(gt, source=str(args.gt))
     source = str(args.predictions)
     if args.backend != "both":
         res = scoring.score(prepared, dets, backend=args.backend, max_det=args.max_det, source=source,

@@ -34,7 +34,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench_assets.rf100vl.scoring.coco import BACKENDS, METRICS, parity, score, score_both
+from bench_assets.rf100vl.scoring.coco import parity, score, score_both
+from bench_assets.rf100vl.scoring.results import BACKENDS, METRICS
 
 FIRST_HIT = 1.0 / (1.0 + np.spacing(1))  # stock pycocotools' precision of a top-ranked hit: 1 - 2^-52
 FCE_METRIC_TOL = 1e-15  # see the module docstring: faster-coco-eval's precision without eps

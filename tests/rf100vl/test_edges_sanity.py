@@ -11,6 +11,7 @@ import pytest
 from bench_assets.platform.findings import Finding
 from bench_assets.rf100vl.scoring import coco as scoring
 from bench_assets.rf100vl.scoring import sanity
+from bench_assets.rf100vl.scoring.results import ScoreResult
 
 # ---------------------------------------------------------------------------------------------
 # object sizes
@@ -146,13 +147,13 @@ def test_no_box_to_score_is_a_warning() -> None:
                          "images_left_out_over_max_det": 0, "max_det": 500, "tolerance": 1e-9}, "WARN")
 
 
-def _shifted(gt: dict, dets: list, *, backend: str, max_det: int) -> scoring.ScoreResult:
+def _shifted(gt: dict, dets: list, *, backend: str, max_det: int) -> ScoreResult:
     """The real scorer, fed detections moved by 1 px (as a backend that misreads boxes would see them)."""
     moved = [{**d, "bbox": [d["bbox"][0] + 1, *d["bbox"][1:]]} for d in dets]
     return scoring.score(gt, moved, backend=backend, max_det=max_det)
 
 
-def _refusing(gt: dict, dets: list, *, backend: str, max_det: int) -> scoring.ScoreResult:
+def _refusing(gt: dict, dets: list, *, backend: str, max_det: int) -> ScoreResult:
     return scoring.score(gt, dets, backend=backend, max_det=max_det, strict=True) if backend == "fast" else \
         scoring.score(gt, [{**d, "score": "1"} for d in dets], backend=backend, max_det=max_det)
 
@@ -176,7 +177,7 @@ def test_an_imperfect_or_failing_backend_is_named_with_its_ap_or_error() -> None
 
 
 def test_an_ap_within_the_tolerance_of_one_passes_and_beyond_fails() -> None:
-    def near(gt: dict, dets: list, *, backend: str, max_det: int) -> scoring.ScoreResult:
+    def near(gt: dict, dets: list, *, backend: str, max_det: int) -> ScoreResult:
         result = scoring.score(gt, dets, backend=backend, max_det=max_det)
         result.metrics["mAP50_95"] = 1.0 - (1e-9 if backend == "fast" else 2e-9)
         return result
@@ -186,7 +187,7 @@ def test_an_ap_within_the_tolerance_of_one_passes_and_beyond_fails() -> None:
 
 
 def test_an_ap_exactly_the_tolerance_from_one_passes_and_distinct_outcomes_are_listed_apart() -> None:
-    def mixed(gt: dict, dets: list, *, backend: str, max_det: int) -> scoring.ScoreResult:
+    def mixed(gt: dict, dets: list, *, backend: str, max_det: int) -> ScoreResult:
         if backend == "reference":
             raise ValueError("y" * 500)
         result = scoring.score(gt, dets, backend="fast", max_det=max_det)

@@ -10,6 +10,41 @@ import numpy as np
 import pytest
 
 from bench_assets.rf100vl.scoring import coco as scoring
+from bench_assets.rf100vl.scoring.backends import PreparedGT, _run_fast_coco, _run_reference, read_metrics
+from bench_assets.rf100vl.scoring.loading import load_json_any
+from bench_assets.rf100vl.scoring.results import (
+    BACKENDS,
+    PARITY_ARRAYS,
+    GroundTruthInvalid,
+    InputUnreadable,
+    MaxDetCut,
+    PredictionsInvalid,
+    ScoreResult,
+    _fmt_examples,
+)
+from bench_assets.rf100vl.scoring.validation import (
+    _annotation_box_problems,
+    _annotation_crowd_problems,
+    _annotation_id_problems,
+    _annotation_reference_problems,
+    _annotations_clean,
+    _bbox_array,
+    _box_fault,
+    _check_max_det,
+    _check_predictions,
+    _DetArrays,
+    _gt_index,
+    _json_text,
+    _kind,
+    _kind_name,
+    _max_det_problems,
+    _non_int,
+    _type_problem,
+    _unknown_ids,
+    empty_predictions_warning,
+    validate_gt,
+    validate_predictions,
+)
 
 PARAMS = SimpleNamespace(maxDets=[1, 10, 100, 500], iouThrs=np.linspace(0.5, 0.95, 10),
                          areaRngLbl=["all", "small", "medium", "large"])
@@ -24,7 +59,7 @@ GOOD_P, GOOD_R = (10, 101, 2, 4, 4), (10, 2, 4, 4)  # [T, R, K, A, M] and [T, K,
 def test_read_metrics_refuses_an_evaluation_of_the_wrong_shape(p_shape: tuple, r_shape: tuple) -> None:
     acc = {"precision": np.full(p_shape, 0.5), "recall": np.full(r_shape, 0.5)}
     with pytest.raises(RuntimeError) as err:
-        scoring.read_metrics(acc, PARAMS, 500)
+        read_metrics(acc, PARAMS, 500)
     assert str(err.value) == (f"unexpected accumulated shapes: precision {p_shape}, recall {r_shape}, "
                               "maxDets [1, 10, 100, 500]")
 
@@ -32,7 +67,7 @@ def test_read_metrics_refuses_an_evaluation_of_the_wrong_shape(p_shape: tuple, r
 def test_read_metrics_reads_a_well_formed_evaluation() -> None:
     precision = np.full(GOOD_P, 0.5)
     precision[..., 3] = 0.75  # at maxDets 500
-    metrics = scoring.read_metrics({"precision": precision, "recall": np.full(GOOD_R, 0.25)}, PARAMS, 500)
+    metrics = read_metrics({"precision": precision, "recall": np.full(GOOD_R, 0.25)}, PARAMS, 500)
     assert metrics["mAP50_95"] == metrics["mAP50"] == metrics["mAP_large"] == 0.75
     assert metrics["AR1"] == metrics["AR_max_det"] == 0.25
 
@@ -41,23 +76,23 @@ def test_read_metrics_reads_a_well_formed_evaluation() -> None:
 
 
 def test_input_problems_read_as_one_line_or_a_list() -> None:
-    one = scoring.PredictionsInvalid("p.json", ["[3].score: null (no value); fix: x"])
+    one = PredictionsInvalid("p.json", ["[3].score: null (no value); fix: x"])
     assert str(one) == "p.json: invalid predictions: [3].score: null (no value); fix: x"
     assert (one.source, one.problems) == ("p.json", ["[3].score: null (no value); fix: x"])
-    two = scoring.GroundTruthInvalid("gt.json", ["a", "b"])
+    two = GroundTruthInvalid("gt.json", ["a", "b"])
     assert str(two) == "gt.json: invalid ground truth (2 problem(s)):\n  - a\n  - b"
 
 
 def test_max_det_cut_warning_and_dict() -> None:
-    assert scoring.MaxDetCut(500).warning("p.json") is None
+    assert MaxDetCut(500).warning("p.json") is None
     images = [{"image_id": i, "detections": 501 + (i % 3), "cut": 0} for i in range(7)]
-    uncut = scoring.MaxDetCut(500, images_over=7, detections_cut=0, images=images)
+    uncut = MaxDetCut(500, images_over=7, detections_cut=0, images=images)
     head = ("p.json: 7 image(s) carry more than max_det=500 detections, which the protocol does not allow (most "
             "first: image 2: 503, image 5: 503, image 1: 502, image 4: 502, image 0: 501 (+2 more)); scored as "
             "pycocotools scores them: each (image, category) keeps its 500 highest-scoring detections (ties in file "
             "order), ")
     assert uncut.warning("p.json") == head + "and no (image, category) has more, so every detection was evaluated"
-    cut = scoring.MaxDetCut(500, images_over=7, detections_cut=9,
+    cut = MaxDetCut(500, images_over=7, detections_cut=9,
                             images=[{**i, "cut": 1 + i["image_id"] % 2 if i["image_id"] < 6 else 0} for i in images])
     assert cut.warning("p.json") == head + (
         "so 9 detection(s) on 6 image(s) were not evaluated (image 0: 1, image 1: 2, image 2: 1, image 3: 2, "
@@ -70,33 +105,33 @@ def test_max_det_cut_warning_and_dict() -> None:
 def test_score_result_to_dict_leaves_the_arrays_out() -> None:
     import numpy as np
 
-    cut = scoring.MaxDetCut(100)
-    r = scoring.ScoreResult({"mAP50_95": 0.5}, "fast", 100, 3, 4, 5, {"eval": 0.1}, ["w"], cut, "hotcoco 1.0",
+    cut = MaxDetCut(100)
+    r = ScoreResult({"mAP50_95": 0.5}, "fast", 100, 3, 4, 5, {"eval": 0.1}, ["w"], cut, "hotcoco 1.0",
                             arrays={"precision": np.zeros(2)})
     assert r.to_dict() == {"metrics": {"mAP50_95": 0.5}, "backend": "fast", "max_det": 100, "num_images": 3,
                            "num_gt": 4, "num_dets": 5, "seconds": {"eval": 0.1}, "warnings": ["w"],
                            "max_det_cut": {"max_det": 100, "images_over": 0, "detections_cut": 0, "images": []},
                            "engine": "hotcoco 1.0"}
     assert r.headline == 0.5
-    assert scoring.ScoreResult({}, "x", 1, 0, 0, 0).to_dict()["max_det_cut"] is None
+    assert ScoreResult({}, "x", 1, 0, 0, 0).to_dict()["max_det_cut"] is None
 
 
 def test_examples_kinds_and_type_problems_word_for_word() -> None:
-    assert scoring._fmt_examples([1, 2, 3, 4, 5]) == "1, 2, 3, 4, 5"
-    assert scoring._fmt_examples(list(range(8))) == "0, 1, 2, 3, 4 (+3 more)"
-    assert scoring._json_text("x" * 58) == '"' + "x" * 58 + '"'  # 60 characters: kept whole
-    assert scoring._json_text("x" * 59) == '"' + "x" * 56 + "..."  # 61: cut to 60 with "..."
-    assert scoring._json_text(float("nan")) == "NaN" and scoring._json_text(float("-inf")) == "-Infinity"
-    assert scoring._json_text({1, 2}) == "{1, 2}"  # not JSON: its repr
-    assert [scoring._kind_name(v) for v in (None, "a", 1.5, True, [], {}, 3)] == [
+    assert _fmt_examples([1, 2, 3, 4, 5]) == "1, 2, 3, 4, 5"
+    assert _fmt_examples(list(range(8))) == "0, 1, 2, 3, 4 (+3 more)"
+    assert _json_text("x" * 58) == '"' + "x" * 58 + '"'  # 60 characters: kept whole
+    assert _json_text("x" * 59) == '"' + "x" * 56 + "..."  # 61: cut to 60 with "..."
+    assert _json_text(float("nan")) == "NaN" and _json_text(float("-inf")) == "-Infinity"
+    assert _json_text({1, 2}) == "{1, 2}"  # not JSON: its repr
+    assert [_kind_name(v) for v in (None, "a", 1.5, True, [], {}, 3)] == [
         "null", "a string", "a float", "a boolean", "an array", "an object", "int"]
-    assert scoring._kind(None) == "null (no value)" and scoring._kind("12") == '"12" is a string'
-    assert scoring._kind(float("inf")) == "Infinity is not finite" and scoring._kind(3.0) == "3.0 is a float"
+    assert _kind(None) == "null (no value)" and _kind("12") == '"12" is a string'
+    assert _kind(float("inf")) == "Infinity is not finite" and _kind(3.0) == "3.0 is a float"
     found = [(f"[{i}].image_id", f'"{i}" is a string') for i in range(5)]
-    assert scoring._type_problem(found[:1], 1, 9, "F") == '[0].image_id: "0" is a string; fix: F'
-    assert scoring._type_problem(found[:2], 2, 9, "F") == (
+    assert _type_problem(found[:1], 1, 9, "F") == '[0].image_id: "0" is a string; fix: F'
+    assert _type_problem(found[:2], 2, 9, "F") == (
         '[0].image_id: "0" is a string (2 of 9 detections in all; also [1].image_id: "1" is a string); fix: F')
-    assert scoring._type_problem(found, 8, 9, "F") == (
+    assert _type_problem(found, 8, 9, "F") == (
         '[0].image_id: "0" is a string (8 of 9 detections in all; also [1].image_id: "1" is a string; [2].image_id: '
         '"2" is a string; [3].image_id: "3" is a string; [4].image_id: "4" is a string; +3 more); fix: F')
 
@@ -104,27 +139,27 @@ def test_examples_kinds_and_type_problems_word_for_word() -> None:
 def test_id_and_box_helpers() -> None:
     import numpy as np
 
-    assert scoring._non_int([1, 2, 3]) == [] and scoring._non_int([1, "2", 3.0, True, None]) == [1, 2, 3, 4]
-    assert scoring._unknown_ids([1, 2], {1, 2}, []) == []
-    assert scoring._unknown_ids([1, 7, "x", 8], {1, 2}, [2]) == [1, 3]
-    assert scoring._unknown_ids([1, "x"], {1}, [1]) == []  # the refused value is not unknown twice
-    assert scoring._box_fault("a") == ("", '"a" is a string, not an array of 4 numbers')
-    assert scoring._box_fault([1, 2, 3]) == ("", "[1, 2, 3] has 3 elements, not 4")
-    assert scoring._box_fault([1, "2", 3, 4]) == ("[1]", '"2" is a string, not a JSON number')
-    assert scoring._box_fault([1, 2, float("nan"), 4]) == ("[2]", "NaN is not finite")
-    assert scoring._box_fault([1, 2, 3, 4]) == ("", "[1, 2, 3, 4] is not 4 finite numbers")
-    arr, bad = scoring._bbox_array([[1, 2, 3, 4], [5, 6.5, 7, 8]])
+    assert _non_int([1, 2, 3]) == [] and _non_int([1, "2", 3.0, True, None]) == [1, 2, 3, 4]
+    assert _unknown_ids([1, 2], {1, 2}, []) == []
+    assert _unknown_ids([1, 7, "x", 8], {1, 2}, [2]) == [1, 3]
+    assert _unknown_ids([1, "x"], {1}, [1]) == []  # the refused value is not unknown twice
+    assert _box_fault("a") == ("", '"a" is a string, not an array of 4 numbers')
+    assert _box_fault([1, 2, 3]) == ("", "[1, 2, 3] has 3 elements, not 4")
+    assert _box_fault([1, "2", 3, 4]) == ("[1]", '"2" is a string, not a JSON number')
+    assert _box_fault([1, 2, float("nan"), 4]) == ("[2]", "NaN is not finite")
+    assert _box_fault([1, 2, 3, 4]) == ("", "[1, 2, 3, 4] is not 4 finite numbers")
+    arr, bad = _bbox_array([[1, 2, 3, 4], [5, 6.5, 7, 8]])
     assert arr.tolist() == [[1, 2, 3, 4], [5, 6.5, 7, 8]] and bad == [] and arr.dtype == np.float64
-    arr, bad = scoring._bbox_array([(1, 2, 3, 4), [1, 2], [1, 2, 3, True], [9, 9, 9, 9]])
+    arr, bad = _bbox_array([(1, 2, 3, 4), [1, 2], [1, 2, 3, True], [9, 9, 9, 9]])
     assert bad == [1, 2] and arr[0].tolist() == [1, 2, 3, 4] and arr[3].tolist() == [9, 9, 9, 9]
     assert np.isnan(arr[1]).all() and np.isnan(arr[2]).all()
     for wrong in (0, -1, 1.0, True, "5", None):
         with pytest.raises(ValueError) as err:
-            scoring._check_max_det(wrong)
+            _check_max_det(wrong)
         assert str(err.value) == f"max_det must be a positive integer, got {wrong!r}"
-    scoring._check_max_det(1)
-    assert scoring._gt_index({"images": [{"id": 1}, 3, {"id": 2}], "categories": [{"id": 5}, "x"]}) == ({1, 2}, {5})
-    assert scoring._gt_index({"images": {}, "categories": None}) == (set(), set())
+    _check_max_det(1)
+    assert _gt_index({"images": [{"id": 1}, 3, {"id": 2}], "categories": [{"id": 5}, "x"]}) == ({1, 2}, {5})
+    assert _gt_index({"images": {}, "categories": None}) == (set(), set())
 
 
 def test_reading_a_detections_file_names_the_way_it_failed(tmp_path) -> None:  # noqa: ANN001
@@ -134,7 +169,7 @@ def test_reading_a_detections_file_names_the_way_it_failed(tmp_path) -> None:  #
     plain.write_text('[{"a": 1}]')
     packed = tmp_path / "odd-name.json"
     packed.write_bytes(gzip.compress(b'[{"a": 2}]'))
-    assert scoring.load_json_any(plain) == [{"a": 1}] and scoring.load_json_any(packed) == [{"a": 2}]
+    assert load_json_any(plain) == [{"a": 1}] and load_json_any(packed) == [{"a": 2}]
     cases = {
         "broken.json.gz": (b"\x1f\x8b" + b"garbage", "not a readable gzip stream ("),
         "plain.json.gz": (b"[]", "named .gz but not gzip-compressed; compress it or drop the .gz suffix"),
@@ -146,10 +181,10 @@ def test_reading_a_detections_file_names_the_way_it_failed(tmp_path) -> None:  #
     for name, (data, message) in cases.items():
         path = tmp_path / name
         path.write_bytes(data)
-        with pytest.raises(scoring.InputUnreadable) as err:
-            scoring.load_json_any(path)
+        with pytest.raises(InputUnreadable) as err:
+            load_json_any(path)
         assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
-    assert scoring.empty_predictions_warning("p.json", 7) == (
+    assert empty_predictions_warning("p.json", 7) == (
         "p.json: the predictions list is empty, so every metric is 0.0 on the 7 image(s); if the model should have "
         "found objects, check the prediction step's log and its output file")
 
@@ -212,24 +247,24 @@ GT_ACCEPTED = {"zero width": _gt(bbox=[0, 0, 0, 3], area=0), "zero height": _gt(
 @pytest.mark.parametrize("case", list(GT_REFUSALS))
 def test_validate_gt_names_each_defect_word_for_word(case: str) -> None:
     gt, problem = GT_REFUSALS[case]
-    with pytest.raises(scoring.GroundTruthInvalid) as err:
-        scoring.validate_gt(gt, source="gt.json")
+    with pytest.raises(GroundTruthInvalid) as err:
+        validate_gt(gt, source="gt.json")
     assert err.value.problems == [problem]
     assert str(err.value) == f"gt.json: invalid ground truth: {problem}"
     if problem.startswith("annotations[]"):
-        image_ids, cat_ids = scoring._gt_index(gt)  # reached the annotation checks: the fast path must say no
-        assert scoring._annotations_clean(gt["annotations"], image_ids, cat_ids) is False
+        image_ids, cat_ids = _gt_index(gt)  # reached the annotation checks: the fast path must say no
+        assert _annotations_clean(gt["annotations"], image_ids, cat_ids) is False
 
 
 @pytest.mark.parametrize("case", list(GT_ACCEPTED))
 def test_validate_gt_accepts_boxes_and_crowds_at_their_bounds(case: str) -> None:
     gt = GT_ACCEPTED[case]
-    assert scoring.validate_gt(gt) is gt
-    image_ids, cat_ids = scoring._gt_index(gt)
-    assert scoring._annotations_clean(gt["annotations"], image_ids, cat_ids) is True
+    assert validate_gt(gt) is gt
+    image_ids, cat_ids = _gt_index(gt)
+    assert _annotations_clean(gt["annotations"], image_ids, cat_ids) is True
     anns = gt["annotations"]
-    assert (scoring._annotation_id_problems(anns) + scoring._annotation_reference_problems(anns, image_ids, cat_ids)
-            + scoring._annotation_box_problems(anns) + scoring._annotation_crowd_problems(anns)) == []
+    assert (_annotation_id_problems(anns) + _annotation_reference_problems(anns, image_ids, cat_ids)
+            + _annotation_box_problems(anns) + _annotation_crowd_problems(anns)) == []
 
 
 def test_validate_gt_lists_every_defect_of_a_document_with_many() -> None:
@@ -237,8 +272,8 @@ def test_validate_gt_lists_every_defect_of_a_document_with_many() -> None:
     gt["annotations"] += [{"id": i, "image_id": 1, "category_id": 1, "bbox": [0, 0, -1, 1], "area": -1, "iscrowd": 3}
                           for i in range(3, 10)]
     gt["annotations"].append({"id": 3, "image_id": 5, "category_id": 4, "bbox": [0, 0, 1, 1], "area": 1})
-    with pytest.raises(scoring.GroundTruthInvalid) as err:
-        scoring.validate_gt(gt, source="gt.json")
+    with pytest.raises(GroundTruthInvalid) as err:
+        validate_gt(gt, source="gt.json")
     assert err.value.problems == [
         "annotations[].id: 1 duplicated ids: 3; fix: renumber from 1",
         "annotations[].image_id: 1 annotations name unknown images (annotation ids 3)",
@@ -252,7 +287,7 @@ def test_validate_gt_lists_every_defect_of_a_document_with_many() -> None:
 
 
 def test_array_parity_counts_cells_differences_and_shape_mismatches_per_array() -> None:
-    names = scoring.PARITY_ARRAYS
+    names = PARITY_ARRAYS
     a = {n: np.zeros((2, 3)) for n in names}
     b = {n: np.zeros((2, 3)) for n in names}
     first, second, *rest = names
@@ -331,8 +366,8 @@ def _det(**changes: Any) -> dict[str, Any]:
 
 
 def _refusal(dets: Any, *, strict: bool = False, max_det: int = 500) -> tuple[list[str], str]:
-    with pytest.raises(scoring.PredictionsInvalid) as err:
-        scoring._check_predictions({1, 2}, {1, 2}, dets, max_det, "p.json", strict)
+    with pytest.raises(PredictionsInvalid) as err:
+        _check_predictions({1, 2}, {1, 2}, dets, max_det, "p.json", strict)
     return err.value.problems, str(err.value)
 
 
@@ -353,12 +388,12 @@ def test_check_predictions_word_for_word_and_max_det_in_both_modes() -> None:
         "bbox: 1 detections have a negative width or height: [1] [0, 0, -1, 2]; fix: bbox is [x, y, width, height] "
         "(COCO xywh), not [x1, y1, x2, y2]"]
 
-    empty = scoring._check_predictions({1, 2}, {1}, [], 100, "p.json")
+    empty = _check_predictions({1, 2}, {1}, [], 100, "p.json")
     assert empty.max_det_cut.max_det == 100 and empty.image_id.size == 0
-    assert empty.warnings == (scoring.empty_predictions_warning("p.json", 2),)
+    assert empty.warnings == (empty_predictions_warning("p.json", 2),)
 
     over = [_det()] * 3
-    lenient = scoring._check_predictions({1, 2}, {1, 2}, over, 2, "p.json")  # not strict unless asked
+    lenient = _check_predictions({1, 2}, {1, 2}, over, 2, "p.json")  # not strict unless asked
     assert lenient.max_det_cut.detections_cut == 1 and lenient.image_id.dtype == np.int64
     assert lenient.warnings == (lenient.max_det_cut.warning("p.json"),) and "max_det=2" in lenient.warnings[0]
     violation = ("the file violates the protocol: 1 image(s) carry more than max_det=2 detections (most first: image "
@@ -377,15 +412,15 @@ def test_a_score_outside_0_1_is_refused_word_for_word(score: float, shown: str) 
 
 
 def test_scores_at_the_bounds_and_integer_scores_are_read_as_floats() -> None:
-    arrays = scoring._check_predictions({1}, {1}, [_det(score=1.0), _det(score=0.0), _det(score=1), _det(score=0)],
+    arrays = _check_predictions({1}, {1}, [_det(score=1.0), _det(score=0.0), _det(score=1), _det(score=0)],
                                         500, "p.json")
     assert arrays.score.dtype == np.float64 and arrays.score.tolist() == [1.0, 0.0, 1.0, 0.0]
     assert arrays.bbox.shape == (4, 4) and arrays.bbox.dtype == np.float64
-    ints = scoring._check_predictions({1}, {1}, [_det(score=1), _det(score=0)], 500, "p.json")  # integers alone
+    ints = _check_predictions({1}, {1}, [_det(score=1), _det(score=0)], 500, "p.json")  # integers alone
     assert ints.score.dtype == np.float64 and ints.score.tolist() == [1.0, 0.0]
 
 
-@pytest.mark.parametrize("backend", scoring.BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_every_phase_time_is_a_duration_within_the_call_and_total_is_their_sum(backend: str) -> None:
     """`seconds` is published in the score's metadata: each phase a difference of two clock readings (never a
     sum, which would read as hours since boot), none longer than the call, `total` their sum."""
@@ -413,39 +448,39 @@ def test_an_unknown_backend_is_named_in_the_refusal() -> None:
 
 def test_score_both_takes_prepared_ground_truth_names_predictions_and_honours_strict() -> None:
     gt, dets = _areas_not_boxes_gt()
-    prepared = scoring.PreparedGT.build(gt)
+    prepared = PreparedGT.build(gt)
     assert scoring.score_both(prepared, dets).headline.metrics == scoring.score_both(gt, dets).headline.metrics
-    with pytest.raises(scoring.PredictionsInvalid) as err:
+    with pytest.raises(PredictionsInvalid) as err:
         scoring.score_both(gt, [*dets, _det(image_id=99)])
     assert str(err.value).startswith("predictions: invalid predictions: ")
     scoring.score_both(gt, dets, max_det=1)  # over max_det: scored, with a warning, unless strict
-    with pytest.raises(scoring.PredictionsInvalid, match="violates the protocol"):
+    with pytest.raises(PredictionsInvalid, match="violates the protocol"):
         scoring.score_both(gt, dets, max_det=1, strict=True)
-    with pytest.raises(scoring.GroundTruthInvalid) as gt_err:
-        scoring.PreparedGT.build({**gt, "images": []}, source="gt.json")
+    with pytest.raises(GroundTruthInvalid) as gt_err:
+        PreparedGT.build({**gt, "images": []}, source="gt.json")
     assert str(gt_err.value) == "gt.json: invalid ground truth: images: empty; nothing to score"
 
 
 def test_empty_predictions_are_typed_arrays_with_a_max_det_record() -> None:
-    empty = scoring._DetArrays.empty(300)
+    empty = _DetArrays.empty(300)
     assert (empty.image_id.dtype, empty.category_id.dtype, empty.score.dtype) == (np.int64, np.int64, np.float64)
     assert (empty.image_id.shape, empty.bbox.shape) == ((0,), (0, 4))
-    assert empty.max_det_cut == scoring.MaxDetCut(300) and empty.warnings == ()
+    assert empty.max_det_cut == MaxDetCut(300) and empty.warnings == ()
 
 
 def test_images_over_max_det_are_listed_most_cut_then_most_detections_then_by_id() -> None:
     # max_det=2: image 5 carries exactly 2 (not over); images 1 and 6 tie on cut and count (id order decides)
     per_image = {1: [1, 1, 1], 2: [1, 1, 2, 2], 3: [1, 1, 1, 2], 4: [1, 1, 2], 5: [1, 2], 6: [1, 1, 1]}
     dets = [_det(image_id=i, category_id=c) for i, cats in per_image.items() for c in cats]
-    arrays = scoring._check_predictions(set(per_image), {1, 2}, dets, 2, "p.json")
+    arrays = _check_predictions(set(per_image), {1, 2}, dets, 2, "p.json")
     assert [(i["image_id"], i["detections"], i["cut"]) for i in arrays.max_det_cut.images] == [
         (3, 4, 1), (1, 3, 1), (6, 3, 1), (2, 4, 0), (4, 3, 0)]
     assert (arrays.max_det_cut.images_over, arrays.max_det_cut.detections_cut) == (5, 3)
-    problems = scoring._max_det_problems([d["image_id"] for d in dets], 2)
+    problems = _max_det_problems([d["image_id"] for d in dets], 2)
     assert "(most first: image 2: 4, image 3: 4, image 1: 3, image 4: 3, image 6: 3)" in problems[0]
     # more detections than max_det in all, none over on one image: nothing is cut, the bound is kept
-    spread = scoring._check_predictions({1, 2, 3}, {1}, [_det(image_id=i) for i in (1, 1, 2, 2, 3, 3)], 2, "p.json")
-    assert spread.max_det_cut == scoring.MaxDetCut(2) and spread.warnings == ()
+    spread = _check_predictions({1, 2, 3}, {1}, [_det(image_id=i) for i in (1, 1, 2, 2, 3, 3)], 2, "p.json")
+    assert spread.max_det_cut == MaxDetCut(2) and spread.warnings == ()
 
 
 def test_bad_boxes_of_annotations_with_ids_of_mixed_types_are_listed_not_a_crash() -> None:
@@ -454,16 +489,16 @@ def test_bad_boxes_of_annotations_with_ids_of_mixed_types_are_listed_not_a_crash
     gt = _gt()
     gt["annotations"] = [{**gt["annotations"][0], "id": 5, "bbox": [0, 0, -1, 1]},
                          {**gt["annotations"][0], "id": "a", "bbox": [0, 0, 1]}]
-    with pytest.raises(scoring.GroundTruthInvalid) as err:
-        scoring.validate_gt(gt)
+    with pytest.raises(GroundTruthInvalid) as err:
+        validate_gt(gt)
     assert err.value.problems == [
         "annotations[].id: 1 ids are not non-negative integers: 'a'",
         "annotations[].bbox: 2 boxes are not [x, y, w, h] with finite numbers and w, h >= 0 (annotation ids a, 5)"]
 
 
 def test_ground_truth_is_named_so_when_no_source_is_given() -> None:
-    for call in (lambda: scoring.validate_gt([1]), lambda: scoring.PreparedGT.build([1])):
-        with pytest.raises(scoring.GroundTruthInvalid) as err:
+    for call in (lambda: validate_gt([1]), lambda: PreparedGT.build([1])):
+        with pytest.raises(GroundTruthInvalid) as err:
             call()
         assert str(err.value) == "ground truth: invalid ground truth: top level is a JSON list, not a COCO object"
 
@@ -503,11 +538,11 @@ def test_boxes_of_five_numbers_everywhere_are_refused_not_read_four_at_a_time() 
 
 def test_an_image_that_is_not_an_object_is_refused_and_a_ground_truth_without_images_knows_no_image() -> None:
     gt = {"images": [1, {"id": 2}], "categories": [{"id": 1}], "annotations": []}
-    with pytest.raises(scoring.GroundTruthInvalid) as err:
-        scoring.validate_gt(gt)
+    with pytest.raises(GroundTruthInvalid) as err:
+        validate_gt(gt)
     assert err.value.problems == ["images[].id: 1 ids are not integers: None"]
-    with pytest.raises(scoring.PredictionsInvalid) as perr:  # no images list: every image id is unknown
-        scoring.validate_predictions({"categories": [{"id": 1}]}, [_det()], 500)
+    with pytest.raises(PredictionsInvalid) as perr:  # no images list: every image id is unknown
+        validate_predictions({"categories": [{"id": 1}]}, [_det()], 500)
     assert perr.value.problems[0].startswith("image_id: 1 detections name 1 image id(s) absent")
 
 
@@ -520,9 +555,9 @@ def test_the_stock_route_numbers_detections_from_1_so_a_duplicate_is_a_false_pos
                           for k, box in ((1, [0, 0, 10, 10]), (2, [50, 50, 10, 10]))]}
     dets = [_det(bbox=[0, 0, 10, 10], score=0.9), _det(bbox=[0, 0, 10, 10], score=0.5),
             _det(bbox=[50, 50, 10, 10], score=0.7)]
-    prepared = scoring.PreparedGT.build(gt)
-    arrays = scoring._check_predictions({1}, {1}, dets, 500, "t")
-    stock, _ = scoring._run_fast_coco(prepared, dets, arrays, 500, {})
-    ref, _ = scoring._run_reference(prepared, dets, arrays, 500, {})
+    prepared = PreparedGT.build(gt)
+    arrays = _check_predictions({1}, {1}, dets, 500, "t")
+    stock, _ = _run_fast_coco(prepared, dets, arrays, 500, {})
+    ref, _ = _run_reference(prepared, dets, arrays, 500, {})
     np.testing.assert_array_equal(np.asarray(stock["recall"]), np.asarray(ref["recall"]))
     assert np.asarray(ref["recall"]).max() == 1.0

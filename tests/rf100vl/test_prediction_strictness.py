@@ -20,9 +20,11 @@ from typing import Any
 
 import pytest
 
-from bench_assets.rf100vl.scoring import coco as scoring
 from bench_assets.rf100vl.scoring import eval_store as evaluation
-from bench_assets.rf100vl.scoring.coco import PredictionsInvalid, parity, score, score_both, validate_predictions
+from bench_assets.rf100vl.scoring.coco import parity, score, score_both
+from bench_assets.rf100vl.scoring.loading import load_json_any
+from bench_assets.rf100vl.scoring.results import BACKENDS, PredictionsInvalid
+from bench_assets.rf100vl.scoring.validation import validate_predictions
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "corpus" / "predictions"
@@ -59,7 +61,7 @@ VALID_FAST_METRICS = {
 
 
 def _load(name: str) -> Any:
-    return scoring.load_json_any(CASES / name)
+    return load_json_any(CASES / name)
 
 
 def _bench_score(*args: str) -> subprocess.CompletedProcess[str]:
@@ -81,7 +83,7 @@ def test_wrongly_typed_value_is_refused_naming_item_value_and_fix(name: str) -> 
         validate_predictions(gt, dets, 500, source=name)
     assert e.value.problems == [REFUSED[name]]
     assert str(e.value) == f"{name}: invalid predictions: {REFUSED[name]}"  # one line
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         with pytest.raises(PredictionsInvalid, match="invalid predictions"):
             score(gt, dets, backend=backend)
 
@@ -119,7 +121,7 @@ def test_nan_and_infinity_tokens_are_read_then_refused(tmp_path: Path) -> None:
         path = tmp_path / "p.json"
         path.write_text(f'[{{"image_id": 1, "category_id": 0, "bbox": [1, 2, 3, {token}], "score": 0.5}}]')
         with pytest.raises(PredictionsInvalid) as e:
-            validate_predictions(gt, scoring.load_json_any(path), 500)
+            validate_predictions(gt, load_json_any(path), 500)
         assert e.value.problems == [f"[0].bbox[3]: {shown} is not finite; {FIX_BBOX}"]
 
 

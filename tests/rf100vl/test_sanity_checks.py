@@ -31,6 +31,7 @@ from bench_assets.rf100vl.defs.score_assets import compute_scores
 from bench_assets.rf100vl.scoring import coco as scoring
 from bench_assets.rf100vl.scoring import sanity
 from bench_assets.rf100vl.scoring.eval_store import current_predictions_meta
+from bench_assets.rf100vl.scoring.results import BACKENDS
 from bench_assets.rf100vl.training.recipes import RECIPES_DIR
 from tests.conftest import broken
 
@@ -205,24 +206,24 @@ def test_ground_truth_scores_one_on_every_backend_and_dense_images_are_left_out(
     gt = _gt([0, 1, 2, 3])
     gt["annotations"].append({"id": 99, "image_id": 3, "category_id": 0, "bbox": [1, 1, 5, 5], "area": 25,
                               "iscrowd": 0})  # image 3 now has 4 boxes, over max_det=3
-    f = sanity.ground_truth_scores_perfect("ds", gt, scoring.BACKENDS, scoring.score, max_det=3)
+    f = sanity.ground_truth_scores_perfect("ds", gt, BACKENDS, scoring.score, max_det=3)
     assert f.passed, f.description
     assert f.facts["images_left_out_over_max_det"] == 1 and f.facts["boxes"] == 9
     assert "1 images with more than 3 boxes left out" in f.description
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         assert backend in f.description
 
 
 def test_single_box_category_scores_one_within_the_tolerance() -> None:
     gt = _gt([0], boxes_per_image=1)  # stock pycocotools: 1 - 2**-52 for a category with one box
-    assert sanity.ground_truth_scores_perfect("ds", gt, scoring.BACKENDS, scoring.score, 500).passed
+    assert sanity.ground_truth_scores_perfect("ds", gt, BACKENDS, scoring.score, 500).passed
 
 
 def test_scorer_whose_input_has_a_category_id_remapped_fails_with_its_ap() -> None:
     """The drift the check exists for: the scorer reads category 0 as 1 (e.g. 0- vs 1-based ids) while the
     detections carry the split's ids."""
     gt = _gt([0, 1, 2, 3])
-    drifted = scoring.BACKENDS[0]
+    drifted = BACKENDS[0]
 
     def drifting_score(g: dict[str, Any], dets: list[dict[str, Any]], *, backend: str, max_det: int) -> Any:
         if backend == drifted:
@@ -230,7 +231,7 @@ def test_scorer_whose_input_has_a_category_id_remapped_fails_with_its_ap() -> No
                                       for a in g["annotations"]]}
         return scoring.score(g, dets, backend=backend, max_det=max_det)
 
-    f = sanity.ground_truth_scores_perfect("ds", gt, scoring.BACKENDS, drifting_score, 500)
+    f = sanity.ground_truth_scores_perfect("ds", gt, BACKENDS, drifting_score, 500)
     assert not f.passed and [r["backend"] for r in f.rows] == [drifted]
     ap = f.rows[0]["mAP50_95"]
     assert ap < 0.9
@@ -239,7 +240,7 @@ def test_scorer_whose_input_has_a_category_id_remapped_fails_with_its_ap() -> No
 
 
 def test_no_box_left_to_score_warns() -> None:
-    f = sanity.ground_truth_scores_perfect("ds", _gt([0], boxes_per_image=4), scoring.BACKENDS, scoring.score, 3)
+    f = sanity.ground_truth_scores_perfect("ds", _gt([0], boxes_per_image=4), BACKENDS, scoring.score, 3)
     assert not f.passed and f.severity == "WARN"
 
 
@@ -267,12 +268,12 @@ def test_stored_test_ids_a_backend_collapses_fail_the_dataset_check(instance, be
     # Which backends read these ids as the split holds them, asked of the scorer directly: pycocotools (Python
     # dicts) does; faster-coco-eval (ids as doubles: 2**53 and 2**53 + 1 are one image) cannot score it.
     dets = sanity.ground_truth_as_predictions(doc, 500)[1]
-    shifted = {b for b in scoring.BACKENDS if not _scores_one(doc, dets, b)}
+    shifted = {b for b in BACKENDS if not _scores_one(doc, dets, b)}
     assert shifted and "reference" not in shifted
 
     outcome = run_job(instance, dataset_job, partition_key="ds", checks_only=True)
     [error] = [e for e in outcome.errors if "ground_truth_scores_perfect" in e]
-    assert f"does not score mAP50_95 1.0 on {len(shifted)} of {len(scoring.BACKENDS)} backend(s)" in error, error
+    assert f"does not score mAP50_95 1.0 on {len(shifted)} of {len(BACKENDS)} backend(s)" in error, error
     assert all(b in error for b in shifted) and "reference" not in error, error
     assert "image id 9.0072e+15" in error  # the id the backend saw: both split ids as one double
     assert _check(instance, ["rf100vl", "dataset"], "ground_truth_scores_perfect", "ds")[0] is False

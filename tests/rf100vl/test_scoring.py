@@ -16,18 +16,20 @@ import numpy as np
 import pytest
 
 from bench_assets.cli import score as score_cli
-from bench_assets.rf100vl.scoring import coco as scoring
-from bench_assets.rf100vl.scoring.coco import (
+from bench_assets.rf100vl.scoring.backends import PreparedGT, _run_fast_coco, _run_faster_coco_eval, _run_reference
+from bench_assets.rf100vl.scoring.coco import parity, score, score_both
+from bench_assets.rf100vl.scoring.loading import load_json_any
+from bench_assets.rf100vl.scoring.results import (
+    BACKENDS,
     METRICS,
     GroundTruthInvalid,
+    InputUnreadable,
+    MaxDetCut,
     PredictionsInvalid,
-    PreparedGT,
+    ScoreResult,
     ScoreUndefined,
-    parity,
-    score,
-    score_both,
-    validate_predictions,
 )
+from bench_assets.rf100vl.scoring.validation import _check_predictions, validate_predictions
 
 REPO = Path(__file__).resolve().parents[2]
 SIZE = 640
@@ -186,7 +188,7 @@ def test_missing_size_bucket_is_none_not_minus_one() -> None:
     # all boxes large (> 96^2 px): no small or medium ground truth
     gt = _gt_doc([[([10, 10, 120, 110], 0), ([300, 300, 200, 150], 0)], [([50, 60, 100, 100], 0)]])
     dets = [_det(1, [12, 10, 120, 110], 0.9), _det(1, [300, 310, 200, 150], 0.8), _det(2, [40, 40, 50, 50], 0.7)]
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         m = score(gt, dets, backend=backend).metrics
         for name in ("mAP_small", "mAP_medium", "AR_small", "AR_medium"):
             assert m[name] is None, (backend, name)
@@ -198,14 +200,14 @@ def test_missing_size_bucket_is_none_not_minus_one() -> None:
 def test_category_without_ground_truth_is_excluded_not_zero() -> None:
     gt = _gt_doc([[([10, 10, 50, 50], 0), ([90, 90, 50, 50], 0)]], n_classes=2)  # class 1 has no box
     dets = [_det(1, [10, 10, 50, 50], 0.9, 0), _det(1, [90, 90, 50, 50], 0.8, 0), _det(1, [200, 200, 50, 50], 0.95, 1)]
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         assert score(gt, dets, backend=backend).metrics["mAP50_95"] == 1.0
 
 
 def test_perfect_predictions_score_exactly_one() -> None:
     gt, _ = _random_split(5, n_images=10)
     dets = _perfect(gt)
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         m = score(gt, dets, backend=backend).metrics
         for name in ("mAP50_95", "mAP50", "mAP75", "mAP_small", "mAP_medium", "mAP_large", "AR100", "AR_small",
                      "AR_medium", "AR_large", "AR_max_det"):
@@ -215,7 +217,7 @@ def test_perfect_predictions_score_exactly_one() -> None:
 
 def test_empty_predictions_score_zero() -> None:
     gt, _ = _random_split(6, n_images=5)
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         m = score(gt, [], backend=backend).metrics
         assert all(v == 0.0 for v in m.values()), (backend, m)
     assert score_both(gt, []).audit.identical == 13
@@ -243,7 +245,7 @@ FIRST_HIT = 1 / (1 + np.spacing(1))
 EXACT_RATIO = ("faster-coco-eval",)  # the backends that compute tp / (tp + fp) without the eps
 
 
-@pytest.mark.parametrize("backend", scoring.BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_one_box_one_perfect_detection(backend: str) -> None:
     defined = ("mAP50_95", "mAP50", "mAP75", "mAP_large", "AR1", "AR10", "AR100", "AR_large", "AR_max_det")
     m = score(_gt_doc([[(BOX, 0)], [(BOX, 0)]]), [_det(1, BOX, 0.5), _det(2, BOX, 0.4)], backend=backend).metrics
@@ -271,7 +273,7 @@ def test_faster_coco_eval_differs_by_an_eps_where_a_first_hit_stands_alone() -> 
     assert strict.arrays["precision"]["differing"] > 0 and strict.arrays["recall"]["differing"] == 0
 
 
-@pytest.mark.parametrize("backend", scoring.BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_one_box_per_image_detection_at_iou_062(backend: str) -> None:
     # [100,100,100,62] inside the box: IoU = 6200 / 10000 = 0.62, a hit at thresholds 0.50, 0.55, 0.60 only
     gt = _gt_doc([[(BOX, 0)], [(BOX, 0)]])
@@ -284,7 +286,7 @@ def test_one_box_per_image_detection_at_iou_062(backend: str) -> None:
     assert m["mAP50_95"] == expected and abs(m["mAP50_95"] - 0.3) < 1e-15
 
 
-@pytest.mark.parametrize("backend", scoring.BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_hand_computed_precision_and_recall(backend: str) -> None:
     fp = [400, 400, 50, 50]
     # false positive ranked above the hit: precision at recall 1 is 1/2 -> AP 0.5 at every threshold
@@ -332,7 +334,7 @@ def test_invalid_predictions_are_rejected(mutate: Any, needle: str) -> None:
     with pytest.raises(PredictionsInvalid) as e:
         validate_predictions(gt, dets, 500)
     assert needle in str(e.value) and "fix:" in str(e.value)
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         with pytest.raises(PredictionsInvalid):
             score(gt, dets, backend=backend)
 
@@ -362,11 +364,11 @@ def test_more_than_max_det_on_one_image_is_scored_and_reported_refused_only_when
         "predictions: invalid predictions: the file violates the protocol: 1 image(s) carry more than max_det=200 "
         "detections (most first: image 1: 300); fix: keep at most the 200 highest-scoring detections per image "
         "(all classes together) when writing predictions")
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         with pytest.raises(PredictionsInvalid, match="violates the protocol"):
             score(gt, dets, backend=backend, max_det=200, strict=True)
         res = score(gt, dets, backend=backend, max_det=200)
-        assert res.max_det_cut == scoring.MaxDetCut(200, images_over=1, detections_cut=0,
+        assert res.max_det_cut == MaxDetCut(200, images_over=1, detections_cut=0,
                                                     images=[{"image_id": 1, "detections": 300, "cut": 0}])
         assert res.warnings == [
             "predictions: 1 image(s) carry more than max_det=200 detections, which the protocol does not allow "
@@ -420,7 +422,7 @@ def test_parity_audit_counts() -> None:
     gt, dets = _small()
     a = score(gt, dets, backend="fast")
     metrics = dict(a.metrics, mAP50=a.metrics["mAP50"] - 1e-9, mAP75=0.0, mAP_small=None)
-    b = scoring.ScoreResult(**{**a.to_dict(), "metrics": metrics})
+    b = ScoreResult(**{**a.to_dict(), "metrics": metrics})
     audit = parity(a, b, tol=1e-6)
     assert audit.total == 13 and audit.identical == 10
     assert audit.differing == ["mAP75", "mAP_small"] and audit.max_abs_deviation == a.metrics["mAP75"]
@@ -436,14 +438,14 @@ def test_load_json_any(tmp_path: Path) -> None:
     (tmp_path / "p.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
     (tmp_path / "fake.json.gz").write_text(json.dumps(doc))
     (tmp_path / "bad.json").write_text("[{")
-    assert scoring.load_json_any(tmp_path / "p.json") == doc == scoring.load_json_any(tmp_path / "p.json.gz")
-    with pytest.raises(scoring.InputUnreadable, match="not gzip-compressed"):
-        scoring.load_json_any(tmp_path / "fake.json.gz")
-    with pytest.raises(scoring.InputUnreadable, match="not valid JSON"):
-        scoring.load_json_any(tmp_path / "bad.json")
+    assert load_json_any(tmp_path / "p.json") == doc == load_json_any(tmp_path / "p.json.gz")
+    with pytest.raises(InputUnreadable, match="not gzip-compressed"):
+        load_json_any(tmp_path / "fake.json.gz")
+    with pytest.raises(InputUnreadable, match="not valid JSON"):
+        load_json_any(tmp_path / "bad.json")
     # a NaN token is not JSON, but Python writes it: loaded (stdlib fallback) so validation can name the field
     (tmp_path / "nan.json").write_text('[{"image_id": 1, "category_id": 0, "bbox": [1, 2, 3, 4], "score": NaN}]')
-    loaded = scoring.load_json_any(tmp_path / "nan.json")
+    loaded = load_json_any(tmp_path / "nan.json")
     assert math.isnan(loaded[0]["score"])
     with pytest.raises(PredictionsInvalid, match="score: 1 detections"):
         validate_predictions(_small()[0], loaded, 500)
@@ -518,13 +520,13 @@ def test_direct_faster_coco_eval_driver_matches_cocoeval_faster_bit_for_bit(seed
     gt["images"].append({"id": 999, "file_name": "none.jpg", "width": SIZE, "height": SIZE})  # no GT, only FPs
     dets.append(_det(999, [5, 5, 40, 40], 0.99, 1))
     prepared = PreparedGT.build(gt)
-    arrays = scoring._check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, 500, "t")
-    direct, p1 = scoring._run_faster_coco_eval(prepared, dets, arrays, 500, {})
-    stock, p2 = scoring._run_fast_coco(prepared, dets, arrays, 500, {})
+    arrays = _check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, 500, "t")
+    direct, p1 = _run_faster_coco_eval(prepared, dets, arrays, 500, {})
+    stock, p2 = _run_fast_coco(prepared, dets, arrays, 500, {})
     assert list(p1.maxDets) == list(p2.maxDets) == [1, 10, 100, 500]
     for key in ("precision", "recall", "scores"):
         np.testing.assert_array_equal(np.asarray(direct[key]), np.asarray(stock[key]), err_msg=key)
-    ref, _ = scoring._run_reference(prepared, dets, arrays, 500, {})
+    ref, _ = _run_reference(prepared, dets, arrays, 500, {})
     # vs stock pycocotools: equal up to its eps in the precision denominator (see FIRST_HIT)
     np.testing.assert_array_equal(np.asarray(direct["recall"]), np.asarray(ref["recall"]))
     diff = np.abs(np.asarray(direct["precision"]) - np.asarray(ref["precision"]))

@@ -26,6 +26,10 @@ import numpy as np
 import pytest
 
 from bench_assets.rf100vl.scoring import coco as scoring
+from bench_assets.rf100vl.scoring.backends import PreparedGT, _run_reference
+from bench_assets.rf100vl.scoring.loading import load_json_any
+from bench_assets.rf100vl.scoring.results import BACKENDS, ScoreResult
+from bench_assets.rf100vl.scoring.validation import _check_predictions
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
@@ -176,7 +180,7 @@ EXACT = ("fast", "reference", "hotcoco")  # the backends whose arrays equal stoc
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "predictions"
 
 
-def assert_backend_matches(res: scoring.ScoreResult, want: dict[str, np.ndarray], what: str) -> None:
+def assert_backend_matches(res: ScoreResult, want: dict[str, np.ndarray], what: str) -> None:
     """`res`'s arrays equal `want` (stock pycocotools) to the bit for the EXACT backends; faster-coco-eval's
     recall and scores too, and its precision wherever stock has no eps artefact (1.0 where stock has 1 - 2^-52)."""
     assert res.arrays is not None
@@ -212,7 +216,7 @@ def test_the_dense_case_has_what_it_promises(dense: Any) -> None:
     assert ann_ids != sorted(ann_ids)  # annotation ids not in file order
 
 
-@pytest.mark.parametrize("backend", scoring.BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_every_backend_equals_pycocotools_cell_for_cell(dense: Any, backend: str) -> None:
     gt, dets, want = dense
     res = scoring.score(gt, dets, backend=backend)
@@ -242,12 +246,12 @@ def test_more_dense_seeds_hotcoco_equals_pycocotools(seed: int) -> None:
 
 @pytest.mark.parametrize("name", ["valid.json", "empty.json"])
 def test_corpus_files_hotcoco_equals_pycocotools(name: str) -> None:
-    gt, dets = scoring.load_json_any(CORPUS / "gt.json"), scoring.load_json_any(CORPUS / name)
-    prepared = scoring.PreparedGT.build(gt)
-    arrays = scoring._check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, 500, name)
-    want, _ = scoring._run_reference(prepared, dets, arrays, 500, {})
+    gt, dets = load_json_any(CORPUS / "gt.json"), load_json_any(CORPUS / name)
+    prepared = PreparedGT.build(gt)
+    arrays = _check_predictions(set(prepared.image_ids), set(prepared.cat_ids), dets, 500, name)
+    want, _ = _run_reference(prepared, dets, arrays, 500, {})
     want = {k: np.asarray(want[k]) for k in ("precision", "recall", "scores")}
-    for backend in scoring.BACKENDS:
+    for backend in BACKENDS:
         assert_backend_matches(scoring.score(gt, dets, backend=backend), want, f"{backend} {name}")
 
 
@@ -294,7 +298,7 @@ def _audit_inputs(cases: int) -> list[tuple[str, dict[str, Any], list[dict[str, 
     out += [("test_scoring _grid_split + _perfect", grid, _perfect(grid), 500),
             ("test_scoring _grid_split + _perfect at max_det 100", grid, _perfect(grid), 100)]
     for name in ("valid.json", "empty.json"):
-        out.append((f"corpus {name}", scoring.load_json_any(CORPUS / "gt.json"), scoring.load_json_any(CORPUS / name),
+        out.append((f"corpus {name}", load_json_any(CORPUS / "gt.json"), load_json_any(CORPUS / name),
                     500))
     return out
 

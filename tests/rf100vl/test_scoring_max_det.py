@@ -24,6 +24,7 @@ import pytest
 
 from bench_assets.cli import score as score_cli
 from bench_assets.rf100vl.scoring import coco as scoring
+from bench_assets.rf100vl.scoring.results import BACKENDS, MaxDetCut
 from tests.rf100vl.test_scoring_dense import _tree_tile, assert_backend_matches, reference_arrays
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -87,7 +88,7 @@ def test_the_tile_has_more_than_500_boxes_and_detections(tile: Any) -> None:
     assert 0 < want["recall"][0, 0, 0, -1] < 1
 
 
-@pytest.mark.parametrize("backend", scoring.BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_every_backend_scores_the_tile_exactly_as_pycocotools(tile: Any, backend: str) -> None:
     gt, dets, want = tile
     res = scoring.score(gt, dets, backend=backend, source="tile.json")
@@ -157,7 +158,7 @@ def _doc(boxes_by_image: dict[int, list[list[float]]]) -> dict[str, Any]:
             "categories": [{"id": 0, "name": "x"}], "annotations": anns}
 
 
-@pytest.mark.parametrize("backend", scoring.BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_the_cut_keeps_the_first_detections_in_file_order_on_ties(backend: str) -> None:
     """One image, one class, 600 detections all scored 0.5: 100 boxes found only by the detections at file
     positions 500..599. pycocotools keeps the first 500 in file order: nothing found. Hits first: all found."""
@@ -173,7 +174,7 @@ def test_the_cut_keeps_the_first_detections_in_file_order_on_ties(backend: str) 
         assert res.max_det_cut is not None and res.max_det_cut.detections_cut == 100
 
 
-@pytest.mark.parametrize("backend", scoring.BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_ties_across_images_follow_image_id_order_then_file_order(backend: str) -> None:
     """Three detections scored 0.5: a hit on image 2 written first, then a miss and a hit on image 1. pycocotools
     ranks them image 1 first (image-id order), file order within it: miss, hit A, hit B -> precision 0, 1/2, 2/3,
@@ -201,5 +202,5 @@ def test_the_cut_per_image_and_category_counts_each_category() -> None:
 
     dets = [det(1, 0)] * 150 + [det(1, 1)] * 80 + [det(2, c) for c in (0, 1, 2) for _ in range(40)] + [det(3, 2)] * 90
     res = scoring.score(gt, [dict(d) for d in dets], backend="fast", max_det=100)
-    assert res.max_det_cut == scoring.MaxDetCut(100, images_over=2, detections_cut=50, images=[
+    assert res.max_det_cut == MaxDetCut(100, images_over=2, detections_cut=50, images=[
         {"image_id": 1, "detections": 230, "cut": 50}, {"image_id": 2, "detections": 120, "cut": 0}])

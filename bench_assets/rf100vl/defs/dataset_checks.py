@@ -124,15 +124,16 @@ def class_count_matches_catalog(context: dg.AssetCheckExecutionContext, home: Be
                             "max_det boxes): the scorer sees the ids the split holds.")
 def ground_truth_scores_perfect(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
     from bench_assets.rf100vl.scoring import coco as scoring
-
+    from bench_assets.rf100vl.scoring.loading import load_json_any
+    from bench_assets.rf100vl.scoring.results import BACKENDS, InputUnreadable
     record = _record(home, context.partition_key)
     if record is None:
         return _missing(context.partition_key)
     try:
-        gt = scoring.load_json_any(record.path / SPLIT / ANNOTATIONS_FILE)  # what the scores asset reads
-    except (OSError, scoring.InputUnreadable) as exc:
+        gt = load_json_any(record.path / SPLIT / ANNOTATIONS_FILE)  # what the scores asset reads
+    except (OSError, InputUnreadable) as exc:
         return dg.AssetCheckResult(passed=False, description=f"{record.name} test: unreadable ground truth: {exc}")
-    return check_result(sanity.ground_truth_scores_perfect(record.name, gt, scoring.BACKENDS, scoring.score,
+    return check_result(sanity.ground_truth_scores_perfect(record.name, gt, BACKENDS, scoring.score,
                                                            MAX_DET))
 
 

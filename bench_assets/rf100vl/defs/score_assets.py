@@ -40,6 +40,7 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
     `max_det_cut` and `warnings` say so, and the asset logs it as an error of the prediction step."""
     from bench_assets.rf100vl.scoring import coco as scoring
     from bench_assets.rf100vl.scoring.eval_store import predictions_path
+    from bench_assets.rf100vl.scoring.loading import load_json_any
 
     record = load_record(home_path / "datasets", ds_name)
     gt_file = record.path / SPLIT / ANNOTATIONS_FILE
@@ -50,8 +51,8 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
     if out.exists() and not force:
         atomic_write_text(current_score_pointer(home_path, model_key, ds_name), fp)
         return json.loads(out.read_text()), False
-    gt = scoring.load_json_any(gt_file)
-    dets = scoring.load_json_any(pred_file)
+    gt = load_json_any(gt_file)
+    dets = load_json_any(pred_file)
     both = scoring.score_both(gt, dets, max_det=MAX_DET, source=str(pred_file), strict=False)
     rec = score_record(fp, inputs, ds_name, model_key, record.version, both, pred_meta["inputs"])
     atomic_write_json(out, rec)
@@ -64,7 +65,12 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
           description="13 COCO metrics at maxDets 500 (hotcoco headline, pycocotools parity audit of the metrics and "
                       "the precision/recall arrays; detections over max_det reported, never refused).")
 def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchHome) -> dg.MaterializeResult:
-    from bench_assets.rf100vl.scoring import coco as scoring
+    from bench_assets.rf100vl.scoring.results import (
+        GroundTruthInvalid,
+        InputUnreadable,
+        PredictionsInvalid,
+        ScoreUndefined,
+    )
 
     ds_name, model_key = split_key(context)
     meta = current_predictions_meta(home.path, model_key, ds_name)
@@ -72,8 +78,7 @@ def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchH
         raise dg.Failure(f"{model_key}/{ds_name}: no saved predictions (materialize rf100vl/predictions first)")
     try:
         rec, recomputed = compute_scores(home.path, model_key, ds_name, meta, config.force)
-    except (scoring.PredictionsInvalid, scoring.GroundTruthInvalid, scoring.ScoreUndefined,
-            scoring.InputUnreadable) as exc:
+    except (PredictionsInvalid, GroundTruthInvalid, ScoreUndefined, InputUnreadable) as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     m = rec["metrics"]
     warnings = rec.get("warnings", [])  # absent from records written before warnings existed

@@ -23,13 +23,15 @@ from typing import TYPE_CHECKING, Any
 from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 
 if TYPE_CHECKING:
-    from bench_assets.rf100vl.scoring.coco import BothResult
+    from bench_assets.rf100vl.scoring.results import BothResult
 
 CONF = 0.001
 NMS_IOU = 0.65
 MAX_DET = 500
 SPLIT = "test"
-_SCORING_CODE = Path(__file__).with_name("coco.py")
+# The scoring code a score depends on: a change to any of these files gives new score fingerprints (a rescore).
+_SCORING_CODE = tuple(Path(__file__).with_name(f"{m}.py") for m in ("coco", "backends", "validation", "results",
+                                                                     "loading"))
 
 
 def fingerprint(inputs: dict[str, Any]) -> str:
@@ -71,7 +73,8 @@ def predictions_meta_path(home: Path, model_key: str, dataset: str, fp: str) -> 
 
 
 def scoring_code_sha256() -> str:
-    return sha256_file(_SCORING_CODE)
+    """One hash of the scoring modules' contents (each file's SHA-256, by name)."""
+    return canonical_json_sha256({p.name: sha256_file(p) for p in _SCORING_CODE})
 
 
 def score_inputs(pred_meta: dict[str, Any], predictions_file: Path, gt_file: Path) -> dict[str, Any]:

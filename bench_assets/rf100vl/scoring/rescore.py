@@ -17,6 +17,13 @@ def rescore_all(home: Path, model: str | None = None, datasets: str | None = Non
     from bench_assets.rf100vl.datasets.verify import ANNOTATIONS_FILE
     from bench_assets.rf100vl.scoring import coco as scoring
     from bench_assets.rf100vl.scoring.eval_store import all_score_files, current_predictions_meta, predictions_path
+    from bench_assets.rf100vl.scoring.loading import load_json_any
+    from bench_assets.rf100vl.scoring.results import (
+        GroundTruthInvalid,
+        InputUnreadable,
+        PredictionsInvalid,
+        ScoreUndefined,
+    )
 
     wanted = {d for d in (datasets or "").split(",") if d}
     records = all_score_files(home)
@@ -32,10 +39,10 @@ def rescore_all(home: Path, model: str | None = None, datasets: str | None = Non
         gt_file = dataset_dir / "test" / ANNOTATIONS_FILE
         pred_file = predictions_path(home, rec["model"], rec["dataset"], meta["fingerprint"])
         try:
-            ref = scoring.score(scoring.load_json_any(gt_file), scoring.load_json_any(pred_file),
+            ref = scoring.score(load_json_any(gt_file), load_json_any(pred_file),
                                 backend="reference", max_det=rec["inputs"]["max_det"], source=str(pred_file))
-        except (OSError, scoring.InputUnreadable, scoring.GroundTruthInvalid, scoring.PredictionsInvalid,
-                scoring.ScoreUndefined) as exc:
+        except (OSError, InputUnreadable, GroundTruthInvalid, PredictionsInvalid,
+                ScoreUndefined) as exc:
             print(f"bench rescore: {rec['model']}/{rec['dataset']}: cannot rescore: {exc}", file=sys.stderr)
             refused.append(f"{rec['model']}/{rec['dataset']}")
             continue
