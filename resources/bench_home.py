@@ -11,9 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from resources.paths import REPO_ROOT, bench_home_path
-
-__all__ = ["REPO_ROOT", "BenchHome", "bench_home_path"]
+from resources.paths import bench_home_path
 
 
 class BenchHome(dg.ConfigurableResource):

@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_assets.augbench import equivalence as eq  # noqa: E402
+from bench_assets.augbench import equivalence
+from bench_assets.augbench import equivalence_audit as eq  # noqa: E402
 from bench_assets.augbench import transform_specs as ts  # noqa: E402
 
 
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     inputs = {m: eq.audit_items(m).description for m in media_sets}
     eq.DOC_PATH.write_text(eq.render_markdown(rows, inputs, runtime_s=round(runtime, -1)))
     ts.write_doc()
-    for path in (eq.CSV_PATH, eq.DOC_PATH, ts.DOC_PATH):
+    for path in (equivalence.CSV_PATH, eq.DOC_PATH, ts.DOC_PATH):
         print(f"wrote {path}")
     return 0
 

@@ -110,10 +110,6 @@ def _unit(seed: int, *key: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
-def _pick(seed: int, n: int, *key: object) -> int:
-    return min(int(_unit(seed, *key) * n), n - 1)
-
-
 def _seeded_order(names: Sequence[str], seed: int, tag: str) -> list[str]:
     return sorted(names, key=lambda s: (hashlib.sha256(f"{seed}:{tag}:{s}".encode()).digest(), s))
 

@@ -37,11 +37,6 @@ def registered_config(home: Path, name: str) -> RunConfig:
     return RunConfig.model_validate_json(path.read_text())
 
 
-def registered_configs(home: Path) -> list[str]:
-    root = home / "augbench"
-    return sorted(p.parent.name for p in root.glob("*/config.resolved.json")) if root.exists() else []
-
-
 def build_media(home: Path, cfg: RunConfig) -> tuple[dict[str, Any], bool]:
     """The config's media set on disk (content-addressed, written once); return its record and whether it
     was written now. The config's MEDIA pointer names the hash its results use."""

@@ -296,7 +296,7 @@ def test_versions_and_contract() -> None:
 
 def _as_hwc(out) -> np.ndarray:  # noqa: ANN001
     """Any library output as float HWC in 0..255 (the equivalence audit's common form)."""
-    from bench_assets.augbench.equivalence import to_common
+    from bench_assets.augbench.equivalence_audit import to_common
 
     return to_common(out, "rgb").pixels
 

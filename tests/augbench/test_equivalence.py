@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench_assets.augbench import equivalence as eq
+from bench_assets.augbench import equivalence
+from bench_assets.augbench import equivalence_audit as eq
 from bench_assets.augbench import transform_specs as ts
 
 REPO = Path(__file__).resolve().parents[2]
@@ -282,7 +283,7 @@ def _installed(lib: str) -> bool:
 
 
 def test_committed_csv_covers_the_paper_sets() -> None:
-    rows = eq.read_csv()
+    rows = equivalence.read_csv()
     assert rows and tuple(rows[0]) == eq.CSV_COLUMNS
     got = [(r["media"], r["transform"], r["library"]) for r in rows]
     assert len(got) == len(set(got)), "duplicate rows"
@@ -306,17 +307,17 @@ def test_committed_csv_covers_the_paper_sets() -> None:
 
 
 def test_flagged_transforms_loader(tmp_path: Path) -> None:
-    flagged = eq.flagged_transforms("rgb")
+    flagged = equivalence.flagged_transforms("rgb")
     assert "Brightness" in flagged and flagged["Brightness"].startswith("kornia: ")
     assert "HorizontalFlip" not in flagged
-    assert set(flagged) == {t for t, v in eq.verdicts("rgb").items() if v == "flagged"}
+    assert set(flagged) == {t for t, v in equivalence.verdicts("rgb").items() if v == "flagged"}
     with pytest.raises(ValueError, match="unknown media"):
-        eq.flagged_transforms("gray")
+        equivalence.flagged_transforms("gray")
     rows = [eq.AuditRow("9ch", "T", "albumentationsx", flag=False, reason="reference", verdict="flagged", note="n"),
             eq.AuditRow("9ch", "T", "kornia", flag=True, reason="why", verdict="flagged", note="n")]
     path = eq.write_csv(rows, tmp_path / "audit.csv")
-    assert eq.flagged_transforms("9ch", path) == {"T": "kornia: why -- n"}
-    assert eq.flagged_transforms("rgb", path) == {}
+    assert equivalence.flagged_transforms("9ch", path) == {"T": "kornia: why -- n"}
+    assert equivalence.flagged_transforms("rgb", path) == {}
 
 
 def test_committed_doc_matches_the_csv() -> None:
