@@ -74,7 +74,7 @@ def _children_cpu_s() -> float:
 
 def _timed_build(build_report_db, home: Path, *, kept_parse: bool) -> tuple[float, float, dict]:  # noqa: ANN001
     """(wall s, CPU s of dbt, marts) of one report build, from the kept parse or after removing it."""
-    from bench_assets.report.dbt_assets import kept_parses
+    from bench_assets.report.dbt_build import kept_parses
 
     if not kept_parse:
         for kept in kept_parses():
@@ -98,7 +98,7 @@ def _dbt_parse_seconds(home: Path) -> float:
 
 def dbt_project_counts() -> dict[str, int]:
     """Tests, models and sources of the dbt project, from its manifest (parsed first when missing or stale)."""
-    from bench_assets.report.dbt_assets import prepare_manifest
+    from bench_assets.report.dbt_project import prepare_manifest
 
     nodes = json.loads(prepare_manifest().read_text())
     kinds = [n["resource_type"] for n in nodes["nodes"].values()]
@@ -115,7 +115,7 @@ def main() -> int:
     started, facts = now(), machine_facts()
     dbt_counts = dbt_project_counts()
 
-    from bench_assets.report.dbt_assets import build_report_db
+    from bench_assets.report.dbt_build import build_report_db
     from bench_assets.rf100vl.submission.build import build_submission, import_submission
 
     work = Path(tempfile.mkdtemp(prefix="bench-report-speed-"))

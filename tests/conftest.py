@@ -21,7 +21,7 @@ os.environ["BENCH_FAULT_INJECTION"] = "1"
 
 def pytest_configure(config: pytest.Config) -> None:
     # A fresh clone has no dbt manifest (dbt_report/target is ignored); the code location needs one.
-    from bench_assets.report.dbt_assets import prepare_manifest
+    from bench_assets.report.dbt_project import prepare_manifest
 
     prepare_manifest()
 

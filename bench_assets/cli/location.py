@@ -5,7 +5,7 @@ jobs through the objects the families and the report export (`rf100vl.jobs.datas
 a job object's name resolves it in the loaded location, with its resources bound.
 
 Only a process that builds the report parses dbt (`builds_report=True` prepares the manifest first); every other
-run loads the location from the manifest as it is (`dbt_assets.load_without_preparing`).
+run loads the location from the manifest as it is (`dbt_project.load_without_preparing`).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ _loaded: dict[str, Any] = {}
 
 def load_location(*, builds_report: bool = False) -> dg.Definitions:
     """The code location's Definitions (loaded once per process)."""
-    from bench_assets.report import dbt_assets
+    from bench_assets.report import dbt_project
 
     if "defs" not in _loaded:
         if builds_report:
-            dbt_assets.prepare_manifest()  # the dbt assets load from it; a fresh clone or an edited model needs a parse
+            dbt_project.prepare_manifest()  # the dbt assets load from it (a fresh clone or an edited model)
         else:
-            dbt_assets.load_without_preparing()
+            dbt_project.load_without_preparing()
         # Whether the dbt assets were defined from a manifest matching the project (always so after a prepare).
-        _loaded["dbt_current"] = dbt_assets.manifest_is_fresh()
+        _loaded["dbt_current"] = dbt_project.manifest_is_fresh()
         _loaded["defs"] = load_definitions(workspace_python_file(WORKSPACE))
     if builds_report and not _loaded["dbt_current"]:
         raise RuntimeError("this process loaded the code location from a stale or missing dbt manifest; a verb that "

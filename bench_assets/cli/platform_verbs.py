@@ -39,7 +39,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from bench_assets.platform.instance import open_instance
-    from bench_assets.report.dbt_assets import prepare_manifest
+    from bench_assets.report.dbt_project import prepare_manifest
 
     open_instance(bench_home_path())  # DAGSTER_HOME + pool limits before the daemon reads them
     prepare_manifest()  # the code server loads the dbt assets from it

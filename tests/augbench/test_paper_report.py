@@ -18,7 +18,8 @@ import duckdb
 import pytest
 
 from bench_assets.augbench.paper_report import PaperReportError, render_paper_report
-from bench_assets.report.dbt_assets import ReportBuildError, build_report_db, report_db_path
+from bench_assets.report.dbt_build import build_report_db, report_db_path
+from bench_assets.report.dbt_project import ReportBuildError
 from tests.conftest import run_bench
 from tests.tables import ALL_TABLES, TABLE_SCHEMAS, create_sql
 

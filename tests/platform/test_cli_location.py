@@ -15,8 +15,8 @@ from tests.conftest import REPO, broken
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
-SPY = ("import sys; from bench_assets.report import dbt_assets; calls = []; original = dbt_assets.prepare_manifest; "
-       "dbt_assets.prepare_manifest = lambda **kw: (calls.append(1), original(**kw))[1]; "
+SPY = ("import sys; from bench_assets.report import dbt_project; calls = []; original = dbt_project.prepare_manifest; "
+       "dbt_project.prepare_manifest = lambda **kw: (calls.append(1), original(**kw))[1]; "
        "from bench_assets.cli import main; code = main(sys.argv[1:]); print('MANIFEST PREPARES', len(calls)); "
        "sys.exit(code)")
 

@@ -398,7 +398,7 @@ def collected_tests(*files: str) -> dict[str, int]:
 
 
 def dbt_tests() -> int:
-    from bench_assets.report.dbt_assets import prepare_manifest
+    from bench_assets.report.dbt_project import prepare_manifest
 
     nodes = json.loads(prepare_manifest().read_text())["nodes"].values()
     return sum(n["resource_type"] == "test" for n in nodes)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench_assets.platform.fsutil import staging_dir, sweep_orphans
 from bench_assets.platform.warehouse import rebuild_warehouse
-from bench_assets.report.dbt_assets import _report_build
+from bench_assets.report.dbt_build import _report_build
 from tests.conftest import REPO
 from tests.tables import ALL_TABLES
 
@@ -29,7 +29,7 @@ with staging_dir(Path(sys.argv[1]), sys.argv[2]) as tmp:
 HOLD_REPORT_BUILD = """
 import sys, time
 from pathlib import Path
-from bench_assets.report.dbt_assets import _report_build
+from bench_assets.report.dbt_build import _report_build
 home = Path(sys.argv[1])
 with _report_build(home / "report.duckdb", home / "warehouse.duckdb", start_from_live=False) as build:
     print(build.scratch, flush=True)

@@ -20,7 +20,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from bench_assets.report.dbt_assets import ReportBuildError, build_report_db, prepare_manifest, report_db_path
+from bench_assets.report.dbt_build import build_report_db, report_db_path
+from bench_assets.report.dbt_project import ReportBuildError, prepare_manifest
 from tests.tables import TABLE_SCHEMAS, create_sql
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -284,28 +285,28 @@ def test_a_build_starts_from_the_last_builds_parse_and_builds_the_same_report(bu
                                                                                tmp_path: Path) -> None:
     """dbt parses the project (about a third of a build's CPU) only when nothing valid was kept: the `built`
     fixture's build left its parse under dbt_report/target/, named for the project state and the vars."""
-    from bench_assets.report import dbt_assets
+    from bench_assets.report import dbt_build
 
     good_home, counts = built
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy2(good_home / "warehouse.duckdb", home / "warehouse.duckdb")
-    with dbt_assets._report_build(report_db_path(home), home / "warehouse.duckdb", start_from_live=False) as build:
+    with dbt_build._report_build(report_db_path(home), home / "warehouse.duckdb", start_from_live=False) as build:
         assert json.loads(build.dbt_vars()) == {"report_db": "report.duckdb", "warehouse_db": "warehouse.duckdb"}
-        cache = dbt_assets._parse_cache_path(build.dbt_vars())
+        cache = dbt_build._parse_cache_path(build.dbt_vars())
         assert cache.exists()
-        run = dbt_assets._run_dbt_build(build, None, lambda level, text: None)
+        run = dbt_build._run_dbt_build(build, None, lambda level, text: None)
         assert run.returncode == 0, run.tail()
         dbt_log = (build.target / "dbt.log").read_text()
         assert "Partial parsing enabled, no changes found, skipping parsing" in dbt_log
         assert build.publish() == counts
-    assert dbt_assets.kept_parses() == [cache]
+    assert dbt_build.kept_parses() == [cache]
 
 
 def _manifest() -> dict[str, Any]:
     import json
 
-    from bench_assets.report.dbt_assets import MANIFEST_PATH
+    from bench_assets.report.dbt_project import MANIFEST_PATH
 
     prepare_manifest()
     return json.loads(MANIFEST_PATH.read_text())
@@ -416,7 +417,8 @@ def test_the_manifest_reader_attaches_singular_tests_and_keeps_check_names_valid
 def test_a_warn_severity_dbt_test_is_a_warn_check_result(tmp_path: Path) -> None:
     import dagster as dg
 
-    from bench_assets.report.dbt_assets import _Build, _check_result, _CheckNode
+    from bench_assets.report.dbt_assets import _check_result, _CheckNode
+    from bench_assets.report.dbt_build import _Build
 
     check = _CheckNode("test.p.t", ("report", "mart"), "t", "fqn:p.t", "not_null on mart.a", ())
     warn = _check_result(_Build(tmp_path / "report.duckdb", tmp_path),
@@ -508,33 +510,33 @@ def test_dagster_materializes_the_marts_with_every_dbt_test_as_a_check(built: tu
 
 def test_a_missing_or_stale_manifest_is_named_not_silently_used(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench_assets.report import dbt_assets
+    from bench_assets.report import dbt_assets, dbt_project
 
     project = tmp_path / "dbt_report"
-    shutil.copytree(dbt_assets.DBT_PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs"))
+    shutil.copytree(dbt_project.DBT_PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs"))
     manifest = project / "target" / "manifest.json"
-    monkeypatch.setattr(dbt_assets, "DBT_PROJECT_DIR", project)
-    monkeypatch.setattr(dbt_assets, "MANIFEST_PATH", manifest)
-    monkeypatch.setattr(dbt_assets, "_FINGERPRINT_PATH", manifest.with_name("manifest.fingerprint"))
+    monkeypatch.setattr(dbt_project, "DBT_PROJECT_DIR", project)
+    monkeypatch.setattr(dbt_project, "MANIFEST_PATH", manifest)
+    monkeypatch.setattr(dbt_project, "_FINGERPRINT_PATH", manifest.with_name("manifest.fingerprint"))
     monkeypatch.delenv("DAGSTER_IS_DEV_CLI", raising=False)
-    monkeypatch.setattr(dbt_assets, "_UNPREPARED_OK", False)
+    monkeypatch.setattr(dbt_project, "_UNPREPARED_OK", False)
     with pytest.raises(ReportBuildError, match="is missing .* prepare_manifest"):
-        dbt_assets._manifest_for_definitions()
+        dbt_project._manifest_for_definitions()
     manifest.parent.mkdir()
     manifest.write_text("{}")
-    manifest.with_name("manifest.fingerprint").write_text(dbt_assets.project_fingerprint())
-    assert dbt_assets.manifest_is_fresh()
+    manifest.with_name("manifest.fingerprint").write_text(dbt_project.project_fingerprint())
+    assert dbt_project.manifest_is_fresh()
     model = project / "models" / "marts" / "rf100vl" / "leaderboard.sql"
     model.write_text(model.read_text() + "\n-- edited\n")
-    assert not dbt_assets.manifest_is_fresh()
+    assert not dbt_project.manifest_is_fresh()
     with pytest.raises(ReportBuildError, match="is stale"):
-        dbt_assets._manifest_for_definitions()
+        dbt_project._manifest_for_definitions()
     # A process that never builds the report (`bench`'s dataset, training, augbench runs) loads the stale one
     # as it is, and without any manifest leaves the dbt assets out instead of parsing.
-    monkeypatch.setattr(dbt_assets, "_UNPREPARED_OK", True)
-    assert dbt_assets._manifest_for_definitions() == manifest
+    monkeypatch.setattr(dbt_project, "_UNPREPARED_OK", True)
+    assert dbt_project._manifest_for_definitions() == manifest
     manifest.unlink()
-    assert dbt_assets._manifest_for_definitions() is None and dbt_assets._define_report_dbt_assets() is None
+    assert dbt_project._manifest_for_definitions() is None and dbt_assets._define_report_dbt_assets() is None
 
 
 def test_only_comparable_rows_get_a_leaderboard_rank_and_the_others_say_why(built: tuple[Path, dict]) -> None:

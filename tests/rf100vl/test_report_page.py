@@ -362,7 +362,7 @@ def test_training_curves_keep_the_legend_off_the_lines_and_label_units() -> None
 def smoke_beside_published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     from bench_assets.platform.fsutil import atomic_write_json
     from bench_assets.platform.warehouse import rebuild_warehouse
-    from bench_assets.report.dbt_assets import build_report_db, report_db_path
+    from bench_assets.report.dbt_build import build_report_db, report_db_path
     from bench_assets.rf100vl.submission.build import build_submission, submission_path
     from tests.synthetic_campaign import make_campaign
     from tests.tables import ALL_TABLES
@@ -391,7 +391,7 @@ def smoke_beside_published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 def test_a_smoke_model_is_never_ranked_among_complete_published_results(
         smoke_beside_published: tuple[Path, Any]) -> None:
     from bench_assets.platform.warehouse import query
-    from bench_assets.report.dbt_assets import report_db_path
+    from bench_assets.report.dbt_build import report_db_path
 
     home, out = smoke_beside_published
     db = report_db_path(home)
