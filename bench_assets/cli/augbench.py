@@ -99,3 +99,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         return fail(f"--rounds must be >= 1, got {args.rounds}", 2)
     return run_augbench(Path(args.config), _overrides(args), with_report=not args.no_report, rounds=args.rounds,
                         order_seed=args.order_seed)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    ab = sub.add_parser("augbench", help="the augmentation speed benchmark: plan and run configs").add_subparsers(
+        dest="augbench_command", required=True)
+    for name, fn, helptext in (("plan", cmd_plan, "expand a config into partitions, cells and result files"),
+                               ("run", cmd_run, "run a config's plan through Dagster, then the report")):
+        a = ab.add_parser(name, help=helptext)
+        a.add_argument("--config", required=True, help="a YAML config, e.g. configs/paper/rgb-micro.yaml")
+        a.add_argument("--num-items", type=int)
+        a.add_argument("--num-runs", type=int)
+        a.add_argument("--device", choices=["cpu", "cuda"])
+        a.add_argument("--workers", type=int)
+        a.add_argument("--batch-size", type=int)
+        if name == "run":
+            a.add_argument("--no-report", action="store_true", help="skip the warehouse load and report rebuild")
+            a.add_argument("--rounds", type=int, default=1,
+                           help="measure every library this many times, each run in a fresh process, libraries in "
+                                "a seeded random order per round (default 1: config order, this process)")
+            a.add_argument("--order-seed", type=int, default=0, help="seed of the rounds' library orders")
+        a.set_defaults(fn=fn)

@@ -47,3 +47,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("see it in the UI: make ui")
     return 1 if failed or code else 0
 
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="the embedded mini suite end to end: datasets, training, scores")
+    p.add_argument("--datasets-only", action="store_true", help="stop after the datasets")
+    p.add_argument("--lanes", type=int, default=2, help="CPU lanes for training (default 2)")
+    p.add_argument("--no-augbench", action="store_true", help="skip the reduced augmentation benchmark")
+    p.set_defaults(fn=cmd_demo)

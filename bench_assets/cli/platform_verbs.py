@@ -80,3 +80,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from bench_assets.platform.doctor import doctor_main
 
     return doctor_main(bench_home_path(), args.fix, print)
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    rp = sub.add_parser("report", help="build the report (warehouse, dbt marts, report.md + index.html) and print "
+                                       "where it is")
+    rp.add_argument("--open", action="store_true", help="open index.html in a browser")
+    rp.set_defaults(fn=cmd_report)
+    dr = sub.add_parser("doctor", help="find stuck pool slots, runs whose process is gone and orphaned temp "
+                                       "files under BENCH_HOME; --fix repairs them")
+    dr.add_argument("--fix", action="store_true", help="free the slots, mark dead runs failed, remove the temps")
+    dr.set_defaults(fn=cmd_doctor)
+    ui = sub.add_parser("ui", help="start the Dagster UI on this machine")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=3000)
+    ui.set_defaults(fn=cmd_ui)

@@ -248,29 +248,15 @@ def cmd_remove_model(args: argparse.Namespace) -> int:
 
 def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, suite: str | None,
                            datasets: str | None) -> list[str]:
-    """Validate and record the model and its recipe, register partitions, import missing datasets."""
-    from bench_assets.rf100vl.datasets.catalog import suite_members
-    from bench_assets.rf100vl.datasets.sources import SourceSpec, register
+    """Register the campaign (defs/partitions.register_campaign), say when its recipe is not protocol-conformant,
+    import the datasets not stored yet; the names that have data."""
     from bench_assets.rf100vl.datasets.store import current_version
-    from bench_assets.rf100vl.defs.partitions import register_model_partition, register_partitions
-    from bench_assets.rf100vl.training.models import register_model
+    from bench_assets.rf100vl.defs.partitions import register_campaign
 
-    chosen = [d for d in (datasets or "").split(",") if d]
-    names = suite_members(suite) if suite else chosen
-    if suite and chosen:  # a part of the suite (the model is still registered for the whole suite)
-        outside = [d for d in chosen if d not in names]
-        if outside:
-            raise ValueError(f"--datasets {','.join(outside)}: not in suite {suite}; drop them or the --suite")
-        names = chosen
-    _, loaded = register_model(home, model, recipe, suite=suite, datasets=names)
+    names, loaded = register_campaign(instance, home, model, recipe, suite, datasets)
     if not loaded.recipe.conformant:
         print(f"bench: recipe {loaded.path} is NOT protocol-conformant ({'; '.join(loaded.recipe.nonconformities())})"
               "; its numbers are marked non-conformant everywhere", file=sys.stderr)
-    if suite == "mini":
-        for n in names:
-            register(home / "sources", n, SourceSpec(kind="mini", suites=["mini"]))
-    register_partitions(instance, names, home=home)
-    register_model_partition(instance, model, home=home)
     missing = [n for n in names if current_version(home / "datasets", n) is None]
     failed = materialize_datasets(instance, missing) if missing else []
     return [n for n in names if n not in failed]
@@ -284,8 +270,9 @@ def _build_submission(instance: Any, model: str) -> int:
 
 
 def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: str | None = None,
-                 recipe: str = "default", lanes: int = 0, force: bool = False) -> int:
-    """Register, then run `job` for every (dataset, model) partition longest first on the lanes."""
+                 recipe: str = "", lanes: int = 0, force: bool = False) -> int:
+    """Register, then run `job` for every (dataset, model) partition longest first on the lanes. No `recipe`: the
+    model's registered one, else `default` (training/models.registered_recipe)."""
     from bench_assets.cli.location import load_for_runs
     from bench_assets.platform.cluster.layout import load_state
     from bench_assets.platform.cluster.servers import ClusterError, require_servers
@@ -461,3 +448,110 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     from bench_assets.rf100vl.scoring.rescore import rescore_all
 
     return rescore_all(bench_home_path(), model=args.model, datasets=args.datasets)
+
+
+# --------------------------------------------------------------------------------- parsers
+
+
+def _datasets_parser(sub: argparse._SubParsersAction) -> None:
+    ds = sub.add_parser("datasets", help="import, register and list datasets").add_subparsers(
+        dest="datasets_command", required=True)
+    imp = ds.add_parser("import", help="import a Roboflow-layout folder or a tar of one")
+    imp.add_argument("path")
+    imp.add_argument("--name", help="dataset name (default: the folder or tar name)")
+    imp.add_argument("--suite", help="suite to add the dataset to")
+    imp.add_argument("--roboflow-version", metavar="[PROJECT/]N",
+                     help="the Roboflow export these files are (integer version, project slug for datasets outside "
+                          "the catalogue); recorded in the lock beside the content hash")
+    imp.set_defaults(fn=cmd_import)
+    reg = ds.add_parser("register", help="register a built-in suite's datasets as partitions")
+    reg.add_argument("--suite", required=True, help="rf100vl, rf20vl or mini")
+    reg.add_argument("--materialize", action="store_true", help="also fetch and verify them now")
+    reg.set_defaults(fn=cmd_register)
+    chk = ds.add_parser("check", help="re-run the dataset checks on the stored current versions (no re-import)")
+    chk.add_argument("names", nargs="*", help="dataset names (default: every stored dataset)")
+    chk.set_defaults(fn=cmd_check_datasets)
+    ls = ds.add_parser("list", help="stored datasets: current and blocked versions")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(fn=cmd_list)
+    rm = ds.add_parser("remove", help="delete a dataset partition and its materialization status (files kept "
+                                      "unless --purge)")
+    rm.add_argument("name", help="dataset name (a leading dash needs `-- -grccs`)")
+    rm.add_argument("--purge", action="store_true",
+                    help="also remove its stored versions, source record, inbox entry and the runs and evaluations "
+                         "made on it under BENCH_HOME")
+    rm.set_defaults(fn=cmd_remove_dataset)
+
+
+def _models_parser(sub: argparse._SubParsersAction) -> None:
+    md = sub.add_parser("models", help="remove model partitions").add_subparsers(dest="models_command",
+                                                                                  required=True)
+    rm = md.add_parser("remove", help="delete a model partition and its materialization status (files kept unless "
+                                      "--purge)")
+    rm.add_argument("name", help="model key, e.g. yolo9-t")
+    rm.add_argument("--purge", action="store_true",
+                    help="also remove its runs, evaluations, registration and submission under BENCH_HOME")
+    rm.set_defaults(fn=cmd_remove_model)
+
+
+def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
+    for name, fn, helptext in (("train", cmd_train, "fine-tune a model on every dataset of a suite"),
+                               ("campaign", cmd_campaign, "train, predict and score: one resumable campaign")):
+        c = sub.add_parser(name, help=helptext)
+        c.add_argument("--model", required=True, help="family-size, e.g. yolo9-t")
+        c.add_argument("--suite", help="rf100vl, rf20vl or mini")
+        c.add_argument("--datasets", help="comma-separated names; with --suite, a part of it (a leading dash "
+                                            "needs --datasets=-grccs)")
+        c.add_argument("--recipe", default="", help="default, smoke, or a path to a recipe JSON (default: the "
+                                                      "model's registered recipe, else default)")
+        c.add_argument("--lanes", type=int, default=0, help="CPU lanes on a box without GPUs (BENCH_CPU_LANES)")
+        c.add_argument("--force", action="store_true", help="retrain even when a finished run exists")
+        c.set_defaults(fn=fn)
+    pl = sub.add_parser("plan", help="predict a campaign's makespan and finish time on N GPUs; suggest jobs per GPU")
+    pl.add_argument("--model", required=True)
+    pl.add_argument("--suite", help="rf100vl, rf20vl or mini")
+    pl.add_argument("--datasets", help="comma-separated names")
+    pl.add_argument("--recipe", default="", help="default: the model's registered recipe (else default)")
+    pl.add_argument("--gpus", type=int, default=0, help="GPUs (0: plan for --cpu-lanes CPU lanes)")
+    pl.add_argument("--jobs-per-gpu", type=int, default=0, help="plan this many jobs per GPU (default: suggest)")
+    pl.add_argument("--cpu-lanes", type=int, default=1)
+    pl.add_argument("--sharing-cost", type=float, default=None,
+                    help="slowdown each extra job on a GPU adds (default 0.6, a stated assumption)")
+    pl.add_argument("--all", action="store_true", help="plan every partition, also those already scored")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(fn=cmd_plan)
+    st = sub.add_parser("status", help="campaign progress per model: done/running/queued/failed/missing, ETA")
+    st.add_argument("--model")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(fn=cmd_status)
+
+
+def _results_parsers(sub: argparse._SubParsersAction) -> None:
+    sb = sub.add_parser("submission", help="build or import va.submission.v1 files").add_subparsers(
+        dest="submission_command", required=True)
+    si = sb.add_parser("import", help="load an existing submission (e.g. a published leaderboard entry)")
+    si.add_argument("file")
+    si.set_defaults(fn=cmd_submission_import)
+    sbb = sb.add_parser("build", help="(re)build a model's submission from its current scores")
+    sbb.add_argument("--model", required=True)
+    sbb.set_defaults(fn=cmd_submission_build)
+    pb = sub.add_parser("publish", help="upload a model's results/checkpoints to a HF dataset repo and verify them "
+                                        "by listing the remote (token from HF_TOKEN)")
+    pb.add_argument("--model", required=True)
+    pb.add_argument("--repo", required=True, help="OWNER/NAME of a Hugging Face dataset repo")
+    pb.add_argument("--tier", required=True, choices=["results", "checkpoints", "all"])
+    pb.add_argument("--dry-run", action="store_true", help="print the file plan, upload nothing")
+    pb.add_argument("--append", action="store_true", help="add to an already published run (identical files are "
+                                                          "skipped, differing ones fail)")
+    pb.set_defaults(fn=cmd_publish)
+    rs = sub.add_parser("rescore", help="recompute scores from saved predictions with the reference backend")
+    rs.add_argument("--model")
+    rs.add_argument("--datasets", help="comma-separated names")
+    rs.set_defaults(fn=cmd_rescore)
+    sub.add_parser("score", help="score a COCO predictions file: bench score GT PRED [--backend] [--max-det]")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """The family's verbs: datasets, models, train, campaign, plan, status, submission, publish, rescore, score."""
+    for add in (_datasets_parser, _models_parser, _campaign_parsers, _results_parsers):
+        add(sub)

@@ -119,3 +119,20 @@ def test_run_state(tmp_path: Path) -> None:
     (tmp_path / "bench_status.json").write_text(json.dumps({"signature": "other", "state": "done"}))
     with pytest.raises(ValueError, match="signature"):
         run_state(tmp_path, sig)
+
+
+def test_a_verb_without_recipe_keeps_the_registered_one_and_every_verb_reads_it_the_same(tmp_path: Path) -> None:
+    """A model registered with the smoke recipe stays on it when `bench campaign`, `train` or `plan` name none
+    (a bare campaign used to re-register it with `default`); a named recipe still wins."""
+    from bench_assets.cli import build_parser
+    from bench_assets.rf100vl.training.models import model_recipe, register_model, registered_recipe
+
+    assert registered_recipe(tmp_path, "yolo9-t") == "default"  # nothing registered yet
+    register_model(tmp_path, "yolo9-t", "smoke", suite="mini")
+    assert registered_recipe(tmp_path, "yolo9-t") == "smoke"
+    assert model_recipe(tmp_path, "yolo9-t")[1].path == str(recipe_path("yolo9", "smoke"))
+    assert model_recipe(tmp_path, "yolo9-t", "default")[1].path == str(recipe_path("yolo9", "default"))
+    parser = build_parser()
+    for verb in ("campaign", "train", "plan"):
+        args = parser.parse_args([verb, "--model", "yolo9-t", "--suite", "mini"])
+        assert args.recipe == "", verb  # "": the registered recipe (registered_recipe), not a fixed default

@@ -15,11 +15,15 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from bench_assets.rf100vl.scoring.eval_store import eval_root
 from bench_assets.rf100vl.training.run_store import runs_root
+
+if TYPE_CHECKING:
+    from bench_assets.rf100vl.training.recipes import LoadedRecipe
 
 # Beta in dagster 1.13, and exactly the mapping dataset x model partitions need onto dataset partitions.
 warnings.filterwarnings("ignore", message="Class `MultiToSingleDimensionPartitionMapping` is currently in beta")
@@ -198,3 +202,35 @@ def owned_paths(home: Path, kind: str, name: str) -> list[Path]:
                 *sorted(runs_root(home).glob(f"*/{name}")), *sorted(eval_root(home).glob(f"*/{name}"))]
     return [runs_root(home) / name, eval_root(home) / name, home / "models" / f"{name}.json",
             home / "submissions" / f"{name}.json"]
+
+
+def campaign_datasets(suite: str | None, datasets: str | None) -> list[str]:
+    """The datasets a campaign covers: the suite's, or `datasets` (comma-separated), or the part of the suite they
+    name (ValueError for names outside it)."""
+    from bench_assets.rf100vl.datasets.catalog import suite_members
+
+    chosen = [d for d in (datasets or "").split(",") if d]
+    names = suite_members(suite) if suite else chosen
+    if suite and chosen:  # a part of the suite (the model is still registered for the whole suite)
+        outside = [d for d in chosen if d not in names]
+        if outside:
+            raise ValueError(f"--datasets {','.join(outside)}: not in suite {suite}; drop them or the --suite")
+        names = chosen
+    return names
+
+
+def register_campaign(instance: dg.DagsterInstance, home: Path, model: str, recipe: str, suite: str | None,
+                      datasets: str | None) -> tuple[list[str], LoadedRecipe]:
+    """Validate and record the model with its recipe (none named: its registered one, else `default`), record the
+    mini suite's sources, and register the dataset and model partitions. (names, the recipe loaded)."""
+    from bench_assets.rf100vl.datasets.sources import SourceSpec, register
+    from bench_assets.rf100vl.training.models import register_model, registered_recipe
+
+    names = campaign_datasets(suite, datasets)
+    _, loaded = register_model(home, model, recipe or registered_recipe(home, model), suite=suite, datasets=names)
+    if suite == "mini":
+        for n in names:
+            register(home / "sources", n, SourceSpec(kind="mini", suites=["mini"]))
+    register_partitions(instance, names, home=home)
+    register_model_partition(instance, model, home=home)
+    return names, loaded

@@ -58,12 +58,16 @@ def iter_entries(home: Path) -> list[ModelEntry]:
     return [ModelEntry.model_validate_json(p.read_text()) for p in sorted(d.glob("*.json"))] if d.exists() else []
 
 
+def registered_recipe(home: Path, key: str) -> str:
+    """The recipe a model trains with when none is named: the one it was registered with, else `default`. Every
+    verb that takes `--recipe` (`bench train`, `campaign`, `plan`) and every materialization follow this rule."""
+    entry = read_entry(home, key)
+    return entry.recipe if entry is not None else "default"
+
+
 def model_recipe(home: Path, key: str, override: str = "") -> tuple[ModelKey, LoadedRecipe]:
     model = parse_model(key)
-    variant = override
-    if not variant:
-        p = models_dir(home) / f"{key}.json"
-        variant = ModelEntry.model_validate_json(p.read_text()).recipe if p.exists() else "default"
+    variant = override or registered_recipe(home, key)
     loaded = load_recipe(recipe_path(model.family, variant))
     if loaded.recipe.family != model.family:
         raise RecipeError(f"{loaded.path}: recipe is for family {loaded.recipe.family!r}, not {model.family!r}")
