@@ -22,7 +22,7 @@ import pytest
 
 from bench_assets.report.dbt_build import build_report_db, report_db_path
 from bench_assets.report.dbt_project import ReportBuildError, prepare_manifest
-from tests.tables import TABLE_SCHEMAS, create_sql
+from tests.tables import TABLE_SCHEMAS, create_sql, dbt_python_model
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
@@ -237,7 +237,7 @@ def test_published_comparison_ranks_everyone_against_the_best_published(built: t
 
 
 def test_model_comparison_is_a_deterministic_paired_bootstrap(built: tuple[Path, dict]) -> None:
-    from bench_assets.rf100vl.report.comparison import paired_bootstrap
+    paired_bootstrap = dbt_python_model("model_comparison").paired_bootstrap
 
     home, _ = built
     rows = query(report_db_path(home), "SELECT * FROM model_comparison")

@@ -3,7 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench_assets.rf100vl.report.comparison import paired_bootstrap
+from tests.tables import dbt_python_model
+
+paired_bootstrap = dbt_python_model("model_comparison").paired_bootstrap
 
 
 def test_identical_models_are_indistinguishable() -> None:
@@ -39,3 +41,24 @@ def test_only_shared_datasets_count_and_bad_input_is_refused() -> None:
         paired_bootstrap({"x": 0.1}, {"y": 0.1})
     with pytest.raises(ValueError, match="NaN"):
         paired_bootstrap({"x": float("nan")}, {"x": 0.1})
+
+
+def test_dbt_python_models_are_self_contained() -> None:
+    """dbt runs its Python models in its own process: they import nothing of the product (bench_assets, resources),
+    and the product imports none of them (their code is read only by dbt and by tests)."""
+    import ast
+
+    from resources.paths import REPO_ROOT
+
+    models = sorted((REPO_ROOT / "dbt_report" / "models").rglob("*.py"))
+    assert models
+    for path in models:
+        tree = ast.parse(path.read_text())
+        imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        imported += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        product = [m for m in imported if m.split(".")[0] in ("bench_assets", "resources", "definitions", "tests")]
+        assert not product, f"{path.relative_to(REPO_ROOT)} imports {product}: copy what it needs into the model"
+    names = [m.name for m in models]
+    for path in (REPO_ROOT / "bench_assets").rglob("*.py"):
+        text = path.read_text()
+        assert not [n for n in names if n in text], f"{path} names a dbt Python model's file"
