@@ -1,4 +1,5 @@
-"""Render the augbench paper report from the dbt marts: paper.md, a self-contained index.html and PNG plots.
+"""The augbench paper page of `report/rendered`: paper.md, a self-contained index.html and PNG plots, rendered
+from the dbt marts on the platform's page frame (bench_assets/platform/report_pages.py).
 
 Pure (no Dagster). duckdb and matplotlib are imported inside functions: the code location imports this module.
 Reads `augbench_paper_table`, `augbench_coverage`, `augbench_winners` and `augbench_not_measured` from
@@ -33,16 +34,21 @@ from bench_assets.platform.document import (
     figure_png,
     md_literal,
     plot_context,
-    png_data_uri,
     table,
     to_html,
     to_markdown,
 )
-from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
-from bench_assets.platform.marts import missing_columns, table_columns
+from bench_assets.platform.report_pages import (
+    MartSchemaError,
+    PageInputs,
+    RenderedPage,
+    read_tables,
+    summary_with_plot,
+    write_page,
+)
+from bench_assets.platform.report_pages import number as _num
 
 REFERENCE = REFERENCE_LIBRARY  # the dbt var augbench_reference_library's default: speedups are relative to it
-SUMMARY_MAX_BYTES = 300_000  # Dagster keeps the summary in its event log
 SUMMARY_ROWS = 10  # transforms of the first config shown in the summary
 REASON_MAX_CHARS = 300
 DPI = 100
@@ -52,6 +58,8 @@ DISPLAY = {"albumentationsx": "AlbumentationsX", "torchvision": "torchvision", "
            "pillow": "Pillow", "dali": "DALI"}
 COVERAGE_PLOT = "coverage_vs_throughput.png"
 TITLE = "augbench: augmentation speed benchmark"
+READER = "bench_assets/augbench/paper_report.py"  # named in errors: the module that reads the marts
+FOLDER = "augbench"  # the page's folder in BENCH_HOME/report/
 _OUR_PNG = re.compile(r"^(bars|speedup)-.+\.png$|^coverage_vs_throughput\.png$")
 FORMAT_NOTE = (f"Throughput is the median items/s over the timed passes pooled across the repeats of a config's "
                f"current settings; the fastest measured library of each transform is in **bold**; "
@@ -80,7 +88,7 @@ MARTS: dict[str, tuple[tuple[str, ...], str]] = {
 Row = dict[str, Any]
 
 
-class PaperReportError(ValueError):
+class PaperReportError(MartSchemaError):
     """report.duckdb lacks a mart or a column the paper report reads."""
 
 
@@ -100,50 +108,13 @@ class PaperReport:
 # ---------------------------------------------------------------------------------------------- reading the marts
 
 
-def _columns_by_table(con: Any) -> dict[str, list[str]]:
-    """Table of schema main -> its columns, table names lowercased (DuckDB matches them case-insensitively)."""
-    return {name: columns for (schema, name), columns in table_columns(con).items() if schema == "main"}
-
-
-def _check_columns(report_db: Path, mart: str, wanted: Sequence[str], present: list[str]) -> None:
-    lacking = missing_columns(wanted, present)
-    if lacking:
-        raise PaperReportError(
-            f"{report_db}: mart {mart} lacks column(s) {', '.join(lacking)} (it has: "
-            f"{', '.join(present)}); fix the dbt model or the columns bench_assets/augbench/"
-            f"paper_report.py reads")
-
-
 def read_marts(report_db: Path) -> dict[str, list[Row]]:
-    """Every mart's rows, columns by name, in a fixed order; a missing mart or column fails naming it."""
-    import duckdb
-
-    report_db = Path(report_db)
-    if not report_db.is_file():
-        raise FileNotFoundError(f"{report_db}: no report database; build it with `dbt build` (the report assets)")
-    with duckdb.connect(str(report_db), read_only=True) as con:
-        present = _columns_by_table(con)
-        missing = [mart for mart in MARTS if mart not in present]
-        if missing:
-            raise PaperReportError(f"{report_db}: augbench mart(s) missing: {', '.join(missing)}; build them with "
-                                   f"`dbt build` (dbt_report/models/marts/augbench/)")
-        out = {}
-        for mart, (columns, order_by) in MARTS.items():
-            _check_columns(report_db, mart, columns, present[mart])
-            cols = ", ".join(f'"{c}"' for c in columns)
-            rows = con.execute(f'SELECT {cols} FROM main."{mart}" ORDER BY {order_by}').fetchall()
-            out[mart] = [dict(zip(columns, r, strict=True)) for r in rows]
-    return out
+    """Every mart's rows, columns by name, in a fixed order (none while dbt has built none of them: the page then
+    says there are no results yet); a missing mart or column fails naming it."""
+    return read_tables(Path(report_db), MARTS, READER, PaperReportError)[0]
 
 
 # ---------------------------------------------------------------------------------------------- the data, per config
-
-
-def _num(x: Any) -> float | None:
-    if x is None:
-        return None
-    v = float(x)
-    return None if math.isnan(v) else v
 
 
 @dataclass
@@ -775,27 +746,8 @@ def _summary(data: _PaperData, full: list[Block]) -> str:
     text = _markdown(_summary_blocks(data, shown, head), data)
     if not any(r["status"] == "ok" and r["transform"] in head for r in shown.cells):
         return text
-    # Re-render smaller until the data URI fits; the full-size plots stay in the report itself.
-    for dpi in (72, 50, 36):
-        png = plot_bars(data, shown, head, dpi=dpi)
-        candidate = text + f"\n![{md_literal(shown.name)} throughput]({png_data_uri(png)})\n"
-        if len(candidate.encode("utf-8")) <= SUMMARY_MAX_BYTES:
-            return candidate
-    return text + "\n(plot left out: too large for metadata; see index.html)\n"
-
-
-def _write_plots(out_dir: Path, data: _PaperData) -> dict[str, Path]:
-    """Write the plots drawn and delete our plots of an earlier render; plot key -> path written."""
-    written: dict[str, Path] = {}
-    for key, png in data.images.items():
-        path = out_dir / data.files[key]
-        atomic_write_bytes(path, png)
-        written[key] = path
-    keep = {p.name for p in written.values()}
-    for old in sorted(out_dir.glob("*.png")):  # plots of an earlier render would contradict this one
-        if _OUR_PNG.match(old.name) and old.name not in keep:
-            old.unlink(missing_ok=True)
-    return written
+    return summary_with_plot(text, lambda dpi: plot_bars(data, shown, head, dpi=dpi),
+                             f"{md_literal(shown.name)} throughput", (72, 50, 36))
 
 
 def render_paper_report(report_db: Path, out_dir: Path) -> PaperReport:
@@ -804,10 +756,18 @@ def render_paper_report(report_db: Path, out_dir: Path) -> PaperReport:
     data = _PaperData(read_marts(report_db))
     data.images = _render_plots(data)
     blocks = paper_blocks(data)
-    written = _write_plots(out_dir, data)
     # Pages last: once paper.md exists, every image it names does too.
-    atomic_write_text(out_dir / "paper.md", _markdown(blocks, data))
-    atomic_write_text(out_dir / "index.html", to_html(blocks, data.images, TITLE))
+    written = write_page(out_dir, data.images, data.files, lambda name: bool(_OUR_PNG.match(name)),
+                         {"paper.md": _markdown(blocks, data), "index.html": to_html(blocks, data.images, TITLE)})
     return PaperReport(out_dir=out_dir, markdown=out_dir / "paper.md", html=out_dir / "index.html", images=written,
                        summary_md=_summary(data, blocks), configs=len(data.configs), cells=len(data.cells),
                        ok_cells=data.count("ok"), not_measured=len(data.marts["augbench_not_measured"]))
+
+
+def render_page(inputs: PageInputs) -> RenderedPage:
+    """The augbench paper report as a page of `report/rendered`, in its own folder (BENCH_HOME/report/augbench/)."""
+    out = render_paper_report(inputs.report_db, inputs.out_dir / FOLDER)
+    return RenderedPage(summary_md=out.summary_md, html=out.html, markdown=out.markdown,
+                        counts={"configs": out.configs, "cells": out.cells, "ok_cells": out.ok_cells,
+                                "not_measured": out.not_measured},
+                        plots=tuple(sorted(out.images.values())))

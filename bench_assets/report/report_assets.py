@@ -1,5 +1,6 @@
-"""`report/rendered`: the pages the families contribute (the RF100-VL report: markdown for pasting, a
-self-contained HTML page, plots), rendered from the dbt marts, with every failing asset check listed first."""
+"""`report/rendered`: the pages the families contribute (the RF100-VL report and the augbench paper page:
+markdown for pasting, a self-contained HTML page, plots), rendered from the dbt marts, with every failing asset
+check listed first; a page that fails to render fails the asset after the other pages are written."""
 
 
 import re
@@ -12,7 +13,7 @@ from bench_assets.platform.automation import eager_until_requested
 from bench_assets.platform.check_results import check_result
 from bench_assets.platform.contribution import WAREHOUSE_KEY, FamilyContribution, mart_key
 from bench_assets.platform.findings import Finding
-from bench_assets.platform.report_pages import PageInputs
+from bench_assets.platform.report_pages import PageInputs, RenderedPage
 from resources.bench_home import BenchHome
 
 FRESH_CHECK = "marts_fresh"
@@ -63,27 +64,31 @@ def rendered_asset(contributions: Sequence[FamilyContribution],
               check_specs=[dg.AssetCheckSpec(FRESH_CHECK, asset=["report", "rendered"], blocking=False,
                                              description="Every mart the pages show was built after the "
                                                          "warehouse's latest rebuild.")],
-              description="The campaign report: report.md (for pasting), index.html (self-contained) and plots "
-                          "(leaderboard beside published models, per-domain bars, valid vs test, per-dataset AP), "
-                          "with failing checks and invalid submissions first.")
+              description="Every family's page, each with failing checks first: the campaign report (report.md "
+                          "for pasting, a self-contained index.html, plots: leaderboard beside published models, "
+                          "per-domain bars, valid vs test, per-dataset AP) and the augbench paper page "
+                          "(report/augbench/: paper table, speedups, coverage, winners). Metadata keys carry the "
+                          "page's name.")
     def rendered(context: dg.AssetExecutionContext, home: BenchHome) -> dg.MaterializeResult:
         findings = failing_checks(context.instance, every_check())
         inputs = PageInputs(report_db=home.report_db_path, warehouse_db=home.warehouse_path,
                             out_dir=home.report_dir, findings=findings)
-        metadata: dict[str, dg.MetadataValue] = {}
+        metadata: dict[str, dg.MetadataValue] = {"failing_checks": dg.MetadataValue.int(len(findings))}
+        failed: list[str] = []
         for page in pages:
-            out = page.render(inputs)
+            try:
+                out = page.render(inputs)
+            except Exception as exc:  # one page's bad marts must not cost the other pages their render
+                context.log.error(f"{page.name} page failed: {type(exc).__name__}: {exc}")
+                failed.append(f"{page.name}: {type(exc).__name__}: {exc}")
+                continue
             context.log.info(f"{page.name} page rendered: {out.html} "
                              + ", ".join(f"{n} {k}" for k, n in out.counts.items())
                              + f", {len(findings)} failing checks")
-            metadata.update({
-                "report": dg.MetadataValue.md(out.summary_md),
-                "full_report": dg.MetadataValue.md(inline_images(out.markdown.read_text(), out.markdown.parent)),
-                "html": dg.MetadataValue.path(str(out.html)),
-                "markdown": dg.MetadataValue.path(str(out.markdown)),
-                **{k: dg.MetadataValue.int(n) for k, n in out.counts.items()},
-            })
-        metadata["failing_checks"] = dg.MetadataValue.int(len(findings))
+            metadata.update(page_metadata(page.name, out))
+        if failed:
+            raise dg.Failure(description=f"{len(failed)} of {len(pages)} pages failed to render (the others were "
+                                         f"written): " + "; ".join(failed), metadata=metadata)
         fresh = check_result(marts_fresh(_materialized_at(context.instance, WAREHOUSE_KEY),
                                          {m: _materialized_at(context.instance, mart_key(m)) for m in marts}))
         return dg.MaterializeResult(metadata=metadata, check_results=[dg.AssetCheckResult(
@@ -91,6 +96,19 @@ def rendered_asset(contributions: Sequence[FamilyContribution],
             metadata=fresh.metadata)])
 
     return rendered
+
+
+def page_metadata(name: str, out: RenderedPage) -> dict[str, dg.MetadataValue]:
+    """A page's metadata on `report/rendered`, every key prefixed with the page's name: its summary, the whole
+    page with its plots embedded, its files and its counts."""
+    return {f"{name}_{key}": value for key, value in {
+        "report": dg.MetadataValue.md(out.summary_md),
+        "full_report": dg.MetadataValue.md(inline_images(out.markdown.read_text(), out.markdown.parent)),
+        "html": dg.MetadataValue.path(str(out.html)),
+        "markdown": dg.MetadataValue.path(str(out.markdown)),
+        "plots": dg.MetadataValue.json([str(p) for p in out.plots]),
+        **{k: dg.MetadataValue.int(n) for k, n in out.counts.items()},
+    }.items()}
 
 
 def inline_images(markdown: str, folder: Path) -> str:

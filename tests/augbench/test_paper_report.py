@@ -323,36 +323,42 @@ def test_empty_marts_say_no_results_and_a_missing_mart_or_column_is_named(built:
 
     no_column = tmp_path / "no_column.duckdb"
     _copy_marts(report_db_path(built), no_column, "ALTER TABLE augbench_winners DROP COLUMN uncontested_wins")
-    with pytest.raises(PaperReportError, match=r"mart augbench_winners lacks column\(s\) uncontested_wins"):
+    with pytest.raises(PaperReportError, match=r"table augbench_winners lacks column\(s\) uncontested_wins"):
         render_paper_report(no_column, tmp_path / "out")
     no_mart = tmp_path / "no_mart.duckdb"
     _copy_marts(report_db_path(built), no_mart, "DROP TABLE augbench_coverage")
-    with pytest.raises(PaperReportError, match="augbench mart\\(s\\) missing: augbench_coverage"):
+    with pytest.raises(PaperReportError, match="table\\(s\\) missing from schema main: augbench_coverage"):
         render_paper_report(no_mart, tmp_path / "out")
 
 
-def test_the_dagster_asset_renders_into_the_home_report_dir(built: Path) -> None:
+def test_the_paper_page_is_a_page_of_report_rendered(built: Path) -> None:
+    """augbench hands the report a page like rf100vl does: `report/rendered` depends on its marts (so
+    `marts_fresh` covers them), renders it into BENCH_HOME/report/augbench/ and shows it under prefixed keys."""
     import dagster as dg
 
-    from bench_assets.augbench.report_assets import paper_report
+    import definitions
+    from bench_assets.augbench.definitions import contribution
+    from bench_assets.report.report_assets import rendered_asset
     from resources.bench_home import BenchHome
 
-    assert paper_report.key == dg.AssetKey(["augbench", "paper_report"])
-    assert paper_report.op.pool == "duckdb_writer"
-    assert paper_report.group_names_by_key[paper_report.key] == "augbench"
-    assert paper_report.asset_deps[paper_report.key] == {
-        dg.AssetKey(["report", m]) for m in ("augbench_paper_table", "augbench_coverage", "augbench_winners",
-                                             "augbench_not_measured")}
-    from bench_assets.platform.automation import eager_until_requested
-
-    assert paper_report.automation_conditions_by_key[paper_report.key] == eager_until_requested()
-    result = dg.materialize([paper_report], resources={"home": BenchHome(root=str(built))})
+    marts = {dg.AssetKey(["report", m]) for m in ("augbench_paper_table", "augbench_coverage", "augbench_winners",
+                                                  "augbench_not_measured")}
+    graph = definitions.defs.resolve_asset_graph()
+    rendered_key = dg.AssetKey(["report", "rendered"])
+    assert marts <= graph.get(rendered_key).parent_keys
+    assert not any(k.path[0] == "augbench" and "report" in k.path[-1] for k in graph.get_all_asset_keys())
+    asset = rendered_asset([contribution], lambda: [])
+    result = dg.materialize([asset], resources={"home": BenchHome(root=str(built))})
     assert result.success
     [mat] = [m.materialization for m in result.get_asset_materialization_events()]
     meta = {k: v.value for k, v in mat.metadata.items()}
-    assert (meta["configs"], meta["cells"], meta["ok_cells"], meta["not_measured"]) == (3, 26, 18, 4)
-    assert meta["html"] == str(built / "report" / "augbench" / "index.html")
-    assert "**2,400**†" in meta["report"]
+    counts = (meta["augbench_configs"], meta["augbench_cells"], meta["augbench_ok_cells"],
+              meta["augbench_not_measured"])
+    assert counts == (3, 26, 18, 4)
+    assert meta["augbench_html"] == str(built / "report" / "augbench" / "index.html")
+    assert "**2,400**†" in meta["augbench_report"]
+    assert meta["augbench_full_report"].count("data:image/png;base64,") == len(meta["augbench_plots"]) == 5
+    assert not any(k in meta for k in ("report", "html", "configs"))  # every page key carries its page's name
     assert (built / "report" / "augbench" / "paper.md").is_file()
 
 
@@ -360,8 +366,8 @@ def test_the_smoke_config_end_to_end(bench_home: Path) -> None:
     """`bench augbench run` on the real smoke config: measured cells, loaded, built by dbt, rendered.
 
     `--no-report`, then the loader, the dbt build and the render called here: the same steps report_job runs,
-    without its Dagster run and the RF100-VL report (about 15 s less). Once augbench/paper_report is in
-    report_job, dropping `--no-report` and the three calls tests the same through Dagster.
+    without its Dagster run and the RF100-VL page (about 15 s less); the page's place in `report/rendered` is
+    tested above.
     """
     from bench_assets.platform.warehouse import rebuild_warehouse
 

@@ -80,8 +80,8 @@ def test_failing_checks_head_the_report_and_the_metadata(bench_home: Path) -> No
         ev = instance.get_latest_materialization_event(dg.AssetKey(["report", "rendered"]))
         meta = ev.asset_materialization.metadata
         assert meta["failing_checks"].value == 1
-        assert "data:image/png;base64," in meta["report"].value  # the leaderboard plot shows in the UI
-        full = meta["full_report"].value  # the whole report.md, its four plots embedded
+        assert "data:image/png;base64," in meta["rf100vl_report"].value  # the leaderboard plot shows in the UI
+        full = meta["rf100vl_full_report"].value  # the whole report.md, its four plots embedded
         assert full.count("data:image/png;base64,") == 4 and "selection_vs_test" in full
     finally:
         instance.dispose()

@@ -26,18 +26,25 @@ from bench_assets.platform.document import (
     figure_png,
     md_html_safe,
     plot_context,
-    png_data_uri,
     table,
     to_html,
     to_markdown,
 )
-from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
-from bench_assets.platform.marts import missing_columns, table_columns
-from bench_assets.platform.report_pages import PageInputs, RenderedPage
+from bench_assets.platform.marts import table_columns
+from bench_assets.platform.report_pages import (
+    MartSchemaError,
+    PageInputs,
+    RenderedPage,
+    check_columns,
+    read_tables,
+    select_rows,
+    summary_with_plot,
+    write_page,
+)
+from bench_assets.platform.report_pages import number as _num
 
 FORMAT_NOTE = ("AP values are COCO AP x100 with one decimal (0.4853 is shown as 48.5); differences are in the same "
                "points; — marks an undefined value (no score).")
-SUMMARY_MAX_BYTES = 300_000  # Dagster stores the summary in its event log: keep it small
 DPI = 100
 NOISE_BAND = 0.05  # drawn around y = x on the valid-vs-test plot; healthy runs sit inside it
 WEAKEST_PER_MODEL = 5
@@ -72,6 +79,7 @@ PLOTS = {
 }
 IMAGE_FILES = {key: name for key, (name, _) in PLOTS.items()}
 TITLE = "RF100-VL benchmark report"
+READER = "bench_assets/rf100vl/report/page.py"  # named in errors: the module that reads the marts
 ORIGIN_COLOURS = {"ours": "#1f77b4", "imported": "#ff7f0e", "published": "#9e9e9e"}
 DEVICE_UNITS = {"cpu": "CPU-hours", "gpu": "GPU-hours", "mixed": "hours (CPU and GPU runs)"}
 UNKNOWN_DEVICE_UNIT = "hours (device not recorded)"
@@ -83,7 +91,7 @@ Row = dict[str, Any]
 Finding = tuple[str, str, str, str]  # (check_name, asset, severity, description)
 
 
-class ReportSchemaError(ValueError):
+class ReportSchemaError(MartSchemaError):
     """A mart or the submissions table lacks a table or column the report reads."""
 
 
@@ -125,42 +133,9 @@ class _ReportData:
 # ---------------------------------------------------------------------------------------------- reading the marts
 
 
-def _check_columns(db: Path, table_name: str, wanted: Sequence[str], present: list[str]) -> None:
-    missing = missing_columns(wanted, present)
-    if missing:
-        raise ReportSchemaError(
-            f"{db}: table {table_name} lacks column(s) {', '.join(missing)} (it has: {', '.join(present)}); "
-            f"rename them in the dbt model or update the columns the report reads in "
-            f"bench_assets/rf100vl/report/page.py")
-
-
-def _select(con: Any, table_name: str, columns: Sequence[str], order_by: str) -> list[Row]:
-    cols = ", ".join(f'"{c}"' for c in columns)
-    rows = con.execute(f'SELECT {cols} FROM main."{table_name}" ORDER BY {order_by}').fetchall()
-    return [dict(zip(columns, r, strict=True)) for r in rows]
-
-
 def read_marts(report_db: Path) -> tuple[dict[str, list[Row]], bool]:
     """Every mart's rows (columns by name, fixed order) and whether the marts are absent altogether."""
-    import duckdb
-
-    if not report_db.is_file():
-        raise FileNotFoundError(f"{report_db}: no report database; build it with `dbt build` (the report assets)")
-    with duckdb.connect(str(report_db), read_only=True) as con:
-        tables = table_columns(con)
-        missing = [t for t in MARTS if ("main", t) not in tables]
-        if len(missing) == len(MARTS) and not any(t in MARTS for _, t in tables):
-            return {t: [] for t in MARTS}, True
-        if missing:
-            where = {t: sorted(s for s, name in tables if name == t) for t in missing}
-            detail = "; ".join(f"{t} (found in schema {', '.join(s)})" if s else t for t, s in where.items())
-            raise ReportSchemaError(f"{report_db}: mart table(s) missing from schema main: {detail}; "
-                                    f"build them with `dbt build` or fix the model names")
-        marts = {}
-        for mart, (columns, order_by) in MARTS.items():
-            _check_columns(report_db, mart, columns, tables[("main", mart)])
-            marts[mart] = _select(con, mart, columns, order_by)
-    return marts, False
+    return read_tables(Path(report_db), MARTS, READER, ReportSchemaError)
 
 
 def read_submissions(warehouse_db: Path) -> dict[tuple[str, str], _Submission]:
@@ -172,8 +147,9 @@ def read_submissions(warehouse_db: Path) -> dict[tuple[str, str], _Submission]:
         if ("main", "submissions") not in tables:
             raise ReportSchemaError(f"{warehouse_db}: no table submissions; rebuild the warehouse "
                                     f"(the loader declares it in bench_assets/platform/warehouse_schema.py)")
-        _check_columns(warehouse_db, "submissions", SUBMISSION_COLUMNS, tables[("main", "submissions")])
-        rows = _select(con, "submissions", SUBMISSION_COLUMNS, "model, origin")
+        check_columns(warehouse_db, "submissions", SUBMISSION_COLUMNS, tables[("main", "submissions")], READER,
+                      ReportSchemaError)
+        rows = select_rows(con, "submissions", SUBMISSION_COLUMNS, "model, origin")
     return {(r["model"], r["origin"]): _Submission(r["valid_submission"], tuple(r["invalid_reasons"] or ()))
             for r in rows}
 
@@ -192,13 +168,6 @@ def _normalize_findings(findings: Sequence[Any] | None) -> list[Finding] | None:
 
 
 # ---------------------------------------------------------------------------------------------- formatting
-
-
-def _num(x: Any) -> float | None:
-    if x is None:
-        return None
-    v = float(x)
-    return None if math.isnan(v) else v
 
 
 def fmt_ap(x: Any) -> str:
@@ -705,26 +674,9 @@ def _summary(data: _ReportData, blocks_without_images: list[Block]) -> str:
                       *_headline(data), _leaderboard_table(data.leaderboard)])
     if data.findings:
         text = f"**{len(data.findings)} failing asset check(s)**; see the report.\n\n" + text
-    # Re-render smaller until the data URI fits; the full-size plot stays in the report itself.
-    for dpi in (DPI, 72, 50, 36):
-        png = data.images["leaderboard"] if dpi == DPI else plot_leaderboard(data, dpi)
-        candidate = text + f"\n![leaderboard]({png_data_uri(png)})\n"
-        if len(candidate.encode("utf-8")) <= SUMMARY_MAX_BYTES:
-            return candidate
-    return text + "\n(leaderboard plot left out: too large for metadata; see index.html)\n"
-
-
-def _write_plots(out_dir: Path, images: dict[str, bytes]) -> dict[str, Path]:
-    """Write the plots drawn and delete the others' files; plot key -> path written."""
-    written: dict[str, Path] = {}
-    for key, name in IMAGE_FILES.items():
-        path = out_dir / name
-        if key in images:
-            atomic_write_bytes(path, images[key])
-            written[key] = path
-        else:
-            path.unlink(missing_ok=True)  # a plot from an earlier render would contradict this report
-    return written
+    return summary_with_plot(
+        text, lambda dpi: data.images["leaderboard"] if dpi == DPI else plot_leaderboard(data, dpi), "leaderboard",
+        (DPI, 72, 50, 36), what="leaderboard plot")
 
 
 def load_report_data(report_db: Path, *, warehouse_db: Path | None = None,
@@ -746,10 +698,9 @@ def render_report(report_db: Path, out_dir: Path, *, warehouse_db: Path | None =
     data = load_report_data(report_db, warehouse_db=warehouse_db, findings=findings)
     data.images = _render_plots(data)
     blocks = _report_blocks(data)
-    written = _write_plots(out_dir, data.images)
     # Pages last: once report.md exists, every image it names does too.
-    atomic_write_text(out_dir / "report.md", _markdown(blocks))
-    atomic_write_text(out_dir / "index.html", _html(blocks, data.images))
+    written = write_page(out_dir, data.images, IMAGE_FILES, lambda name: name in IMAGE_FILES.values(),
+                         {"report.md": _markdown(blocks), "index.html": _html(blocks, data.images)})
     without_images = [b for b in blocks if not isinstance(b, Image)]
     return RenderedReport(out_dir=out_dir, markdown=out_dir / "report.md", html=out_dir / "index.html",
                           images=written, summary_md=_summary(data, without_images), models=len(data.leaderboard),
@@ -760,4 +711,5 @@ def render_page(inputs: PageInputs) -> RenderedPage:
     """The RF100-VL report as a page of `report/rendered`."""
     out = render_report(inputs.report_db, inputs.out_dir, warehouse_db=inputs.warehouse_db, findings=inputs.findings)
     return RenderedPage(summary_md=out.summary_md, html=out.html, markdown=out.markdown,
-                        counts={"models": out.models, "datasets": out.datasets})
+                        counts={"models": out.models, "datasets": out.datasets},
+                        plots=tuple(sorted(out.images.values())))
