@@ -39,7 +39,6 @@ UNOWNED_TEMP_MAX_AGE_S = 600.0  # a temp without an owner pid is orphaned when u
 # `.<name>.<random>.tmp` (fsutil.atomic_write_bytes, mkstemp) or `.<name>.<pid>.tmp` (child atomic_torch_save)
 _ATOMIC_TEMP = re.compile(rf"\..+\.({_RANDOM}|\d+)\.tmp")
 _WRITE_PROBE = re.compile(rf"\.write-probe-{_RANDOM}")  # preflight.unwritable_dirs
-_PREDICT_WORK = re.compile(rf"\..+\.{_RANDOM}")  # child/predict.py: mkdtemp(prefix=f".{out_path.name}.") in eval/
 _ACTIVE = ("STARTED", "STARTING", "CANCELING")
 
 
@@ -145,8 +144,7 @@ def _temp_reason(home: Path, path: Path, is_dir: bool) -> tuple[str, bool] | Non
             if p == path:
                 alive = pid == os.getpid() or pid_alive(pid)
                 return None if alive else (f"warehouse rebuild scratch of process {pid}, which is gone", False)
-    unowned = (not is_dir and (_ATOMIC_TEMP.fullmatch(name) or _WRITE_PROBE.fullmatch(name))) or (
-        is_dir and path.relative_to(home).parts[0] == "eval" and _PREDICT_WORK.fullmatch(name))
+    unowned = not is_dir and (_ATOMIC_TEMP.fullmatch(name) or _WRITE_PROBE.fullmatch(name))
     if not unowned:
         return None
     m = _ATOMIC_TEMP.fullmatch(name)
@@ -155,8 +153,7 @@ def _temp_reason(home: Path, path: Path, is_dir: bool) -> tuple[str, bool] | Non
     age = path_age_s(path)
     if age <= UNOWNED_TEMP_MAX_AGE_S:
         return None
-    kind = "prediction work folder" if is_dir else "temp file of an interrupted write"
-    return f"{kind}, untouched for {age / 60:.0f} min", True
+    return f"temp file of an interrupted write, untouched for {age / 60:.0f} min", True
 
 
 def _temp_findings(home: Path, runs_in_progress: int) -> list[Finding]:

@@ -64,10 +64,9 @@ def test_doctor_finds_and_fixes_a_dead_run_a_stuck_slot_and_orphaned_temps(
         _plant(bench_home / f".warehouse.duckdb.{gone}.tmp", 5000),
         _plant(bench_home / f".warehouse.duckdb.{gone}.tmp.wal", 100),
         _plant(bench_home / "runs" / "m" / "d" / "sig" / ".result.json.k3j_9zqa.tmp", age_s=old),
-        _plant(bench_home / "eval" / "m" / "d" / ".0123456789abcdef.predictions.json.gz.q1w2e3r4" / "data.yaml",
-               age_s=old).parent,
+        # a prediction's work folder its killed child left (child/predict.py): found by its pid, whatever its age
+        _plant(bench_home / "eval" / "m" / "d" / f".tmp-predict-{gone}-q1w2e3r4" / "data.yaml").parent,
     ]
-    os.utime(orphans[-1], (time.time() - old, time.time() - old))
     keep = [
         _plant(bench_home / "runs" / "m" / "d" / "sig" / ".stats.json.zz9_abcd.tmp"),  # fresh: a write in flight
         _plant(bench_home / "dagster" / "storage" / ".x.abcdefgh.tmp", age_s=old),  # the instance's own files
@@ -101,11 +100,9 @@ def test_doctor_finds_and_fixes_a_dead_run_a_stuck_slot_and_orphaned_temps(
 def test_doctor_leaves_unowned_temps_while_a_run_is_in_progress(
         instance: dg.DagsterInstance, bench_home: Path) -> None:
     _run(instance, dg.DagsterRunStatus.STARTED, pid=os.getpid())  # this test process: alive
-    work = _plant(bench_home / "eval" / "m" / "d" / ".0123456789abcdef.predictions.json.gz.q1w2e3r4" / "data.yaml",
-                  age_s=3600).parent
-    os.utime(work, (time.time() - 3600, time.time() - 3600))
+    work = _plant(bench_home / "runs" / "m" / "d" / "sig" / ".result.json.k3j_9zqa.tmp", age_s=3600)  # no owner pid
 
     code, lines = _doctor(bench_home, fix=True)
     assert code == 1
     assert any("run(s) in progress may own it" in line for line in lines), lines
-    assert work.is_dir()  # a long prediction may still be writing into it
+    assert work.is_file()  # a long write may still be under way

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import sys
-import tempfile
 import traceback
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench_assets.platform.fsutil import staging_dir
 from bench_assets.rf100vl.training.child.common import (
     ANNOTATIONS_FILE,
     LIBREYOLO_SPLIT,
@@ -142,8 +141,9 @@ def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int, dict[s
     pin_threads()
     out_path = Path(spec.out_path).resolve()
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_path.name}.", dir=out_path.parent))
-    try:
+    # A scratch folder owned by this process (`.tmp-predict-<pid>-...`): removed on exit, and one a kill left is
+    # swept by the next prediction here or reported by `bench doctor` once its pid is gone.
+    with staging_dir(out_path.parent, "predict") as work:
         data_yaml = write_data_yaml(dataset_dir, work, spec.class_names, splits=(spec.split,))
         model = build_model(spec.family, spec.size, spec.num_classes, spec.device, weights=str(weights))
         reporter.info(f"predicting {spec.split} ({len(image_ids)} images) with {weights} imgsz={spec.imgsz} "
@@ -162,8 +162,6 @@ def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int, dict[s
         reporter.info(f"wrote {len(dets)} detections to {out_path} (LibreYOLO's own score on this split: {m})")
         images = sorted(dataset_dir / spec.split / str(i["file_name"]) for i in ann["images"])
         return len(image_ids), len(dets), _measured(model, images, spec, reporter)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
