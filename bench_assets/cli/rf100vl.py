@@ -167,71 +167,32 @@ def cmd_check_datasets(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------- remove datasets / models
 
 
-def _runs_in_flight(instance: Any, dimension: str, name: str) -> list[str]:
-    """Ids of queued or running runs of the partition `name` (alone, or as the `dimension` of a multi-partition)."""
-    import dagster as dg
-    from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
-
-    out = []
-    for tag in ("dagster/partition", f"dagster/partition/{dimension}"):
-        records = instance.get_run_records(dg.RunsFilter(statuses=NOT_FINISHED_STATUSES, tags={tag: name}))
-        out += [r.dagster_run.run_id for r in records]
-    return sorted(set(out))
-
-
 def remove_partition(kind: str, name: str, purge: bool) -> int:
-    """`bench datasets|models remove NAME [--purge]`: delete the partition and its status (every event record and
-    check result of its partition keys, on every asset partitioned by it), keep the files unless `purge`. The
-    purge moves every path into one scratch folder first and the partition is removed only when all moved (a
-    failure moves them back), so a remove happens whole or not at all."""
+    """`bench datasets|models remove NAME [--purge]` (defs/partition_removal.py): remove, then say what went."""
     from bench_assets.cli.location import load_for_runs
-    from bench_assets.platform.fsutil import remove_path, staging_dir
-    from bench_assets.platform.instance import open_instance, remove_partitions
-    from bench_assets.rf100vl.datasets.sources import NAME_RE
+    from bench_assets.platform.instance import open_instance
     from bench_assets.rf100vl.defs.partition_guard import partition_assets
-    from bench_assets.rf100vl.defs.partitions import DATASET_PARTITIONS_NAME, MODEL_PARTITIONS_NAME, owned_paths
+    from bench_assets.rf100vl.defs.partition_removal import RemovalRefused
+    from bench_assets.rf100vl.defs.partition_removal import remove_partition as remove
 
-    partitions_name = DATASET_PARTITIONS_NAME if kind == "dataset" else MODEL_PARTITIONS_NAME
     home = bench_home_path()
     instance = open_instance(home)
-    is_partition = name in instance.get_dynamic_partitions(partitions_name)
-    # Only a plain name can own files (never a path: `../x` stays a partition name, not a folder to delete).
-    owned = [p for p in owned_paths(home, kind, name) if p.exists() or p.is_symlink()] if NAME_RE.match(name) else []
-    if not is_partition and not owned:
-        listing = "`bench datasets list`" if kind == "dataset" else f"{home / 'models'}"
-        return fail(f"unknown {kind} {name!r}: no partition of {partitions_name} and no stored files under {home} "
-                    f"by that name; nothing removed ({listing} shows what there is)")
-    busy = _runs_in_flight(instance, kind, name)
-    if busy:
-        return fail(f"{kind} {name!r} has {len(busy)} run(s) queued or running ({', '.join(busy)}); nothing removed: "
-                    "wait for them or terminate them in the UI, then remove it")
-    assets = partition_assets(load_for_runs().resolve_asset_graph())
-    purged = owned if purge else []
-    with staging_dir(home, "purge") as trash:
-        moved: list[tuple[Path, Path]] = []
-        try:
-            for i, path in enumerate(purged):
-                dest = trash / f"{i}-{path.name}"
-                os.rename(path, dest)
-                moved.append((path, dest))
-            wiped = remove_partitions(instance, partitions_name, [name], assets)
-        except BaseException:
-            for path, dest in reversed(moved):
-                os.rename(dest, path)
-            raise
-        for _, dest in moved:
-            remove_path(dest)
-    print(f"{kind} {name}: " + (f"partition removed from {partitions_name}" if is_partition
-                                else f"was not a partition of {partitions_name}")
-          + f"; status wiped ({wiped['events']} event record(s), {wiped['check_executions']} check result(s))")
-    rel = [p.relative_to(home).as_posix() for p in owned]
+    try:
+        done = remove(instance, home, kind, name, purge,
+                      lambda: partition_assets(load_for_runs().resolve_asset_graph()))
+    except RemovalRefused as exc:
+        return fail(str(exc))
+    print(f"{kind} {name}: " + (f"partition removed from {done.partitions_name}" if done.was_partition
+                                else f"was not a partition of {done.partitions_name}")
+          + f"; status wiped ({done.wiped['events']} event record(s), {done.wiped['check_executions']} check "
+            "result(s))")
     if purge:
-        for r in rel:
+        for r in done.owned:
             print(f"  removed {r}")
-        if rel:
+        if done.owned:
             print("  `bench report` rebuilds the warehouse and the report without them")
-    elif rel:
-        print("  files kept (`--purge` removes them): " + ", ".join(rel))
+    elif done.owned:
+        print("  files kept (`--purge` removes them): " + ", ".join(done.owned))
     return 0
 
 
