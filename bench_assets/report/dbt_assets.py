@@ -110,7 +110,7 @@ def _attached_node(manifest: Mapping[str, Any], test: Mapping[str, Any]) -> str 
 
 
 def _test_definition(test: Mapping[str, Any], tested: str) -> str:
-    """What a test asserts, in a line: "not_null on leaderboard.model", "unique_combination on scores (...)"."""
+    """What a test asserts, in a line: "not_null on rf100vl_leaderboard.model", "unique_combination on scores (...)"."""
     if (test.get("description") or "").strip():
         text = test["description"].strip()
     elif test.get("test_metadata"):

@@ -16,7 +16,7 @@ from tests.synthetic_campaign import make_campaign
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
 WAREHOUSE = dg.AssetKey(["report", "warehouse"])
-LEADERBOARD = dg.AssetKey(["report", "leaderboard"])
+LEADERBOARD = dg.AssetKey(["report", "rf100vl_leaderboard"])
 
 
 def _downstream(graph, key: dg.AssetKey) -> set[dg.AssetKey]:  # noqa: ANN001

@@ -64,7 +64,7 @@ def test_the_report_lists_every_check_of_the_location() -> None:
     # dataset checks, warehouse checks of both families and dbt tests are all there
     names = {k.name for k in resolved}
     assert {"lock_matches_files", "selection_vs_test", "augbench_coverage", "cells_complete"} <= names
-    assert any(k.asset_key.path[:1] == ["report"] and k.asset_key.path[-1] == "leaderboard" for k in resolved)
+    assert any(k.asset_key.path[:1] == ["report"] and k.asset_key.path[-1] == "rf100vl_leaderboard" for k in resolved)
 
 
 def test_the_architecture_contract_holds() -> None:

@@ -152,9 +152,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
 
 def test_leaderboard_means_are_unweighted_over_the_campaign_and_skip_undefined(built: tuple[Path, dict]) -> None:
     home, counts = built
-    board = {r["model"]: r for r in query(report_db_path(home), "SELECT * FROM leaderboard")}
+    board = {r["model"]: r for r in query(report_db_path(home), "SELECT * FROM rf100vl_leaderboard")}
     assert set(board) == {*OURS, *IMPORTED}
-    assert counts["leaderboard"] == 4
+    assert counts["rf100vl_leaderboard"] == 4
     for model, row in board.items():
         scores = campaign_scores(model)
         assert row["datasets_scored"] == len(scores), model
@@ -180,14 +180,14 @@ def test_leaderboard_means_are_unweighted_over_the_campaign_and_skip_undefined(b
 def test_domain_and_dataset_marts_cover_imported_and_mini(built: tuple[Path, dict]) -> None:
     home, _ = built
     db = report_db_path(home)
-    domains = {(r["model"], r["domain"]): r for r in query(db, "SELECT * FROM domain_scores")}
+    domains = {(r["model"], r["domain"]): r for r in query(db, "SELECT * FROM rf100vl_domain_scores")}
     assert domains[("rfdetr-n-lb", "Medical")]["mAP50_95"] == pytest.approx((0.30 + 0.35) / 2)
     assert domains[("rfdetr-n-lb", "Medical")]["origin"] == "imported"
     assert domains[("yolov9-t", NOT_IN_CATALOG)]["datasets"] == 1  # mini-shapes; mini-tiny is off-campaign
     assert domains[("yolov9-s", "Medical")]["datasets"] == 1
     assert domains[("yolov9-s", "Document")]["mAP50"] == pytest.approx((0.83 + 0.77) / 2)
 
-    ds = {(r["model"], r["dataset"]): r for r in query(db, "SELECT * FROM dataset_scores")}
+    ds = {(r["model"], r["dataset"]): r for r in query(db, "SELECT * FROM rf100vl_dataset_scores")}
     assert len(ds) == sum(map(len, OURS.values())) + sum(map(len, IMPORTED.values()))
     mini = ds[("yolov9-t", "mini-shapes")]
     assert (mini["domain"], mini["in_campaign"], mini["mAP50_95"]) == (NOT_IN_CATALOG, True, 0.70)
@@ -201,7 +201,7 @@ def test_domain_and_dataset_marts_cover_imported_and_mini(built: tuple[Path, dic
                                                                                          None)
     assert imp["valid_mAP50_95"] is None and imp["train_minutes"] is None and imp["best_epoch"] is None
 
-    weakest = query(db, "SELECT * FROM weakest_datasets ORDER BY model, rank")
+    weakest = query(db, "SELECT * FROM rf100vl_weakest_datasets ORDER BY model, rank")
     by_model: dict[str, list[str]] = {}
     for r in weakest:
         by_model.setdefault(r["model"], []).append(r["dataset"])
@@ -212,7 +212,7 @@ def test_domain_and_dataset_marts_cover_imported_and_mini(built: tuple[Path, dic
 
 def test_train_cost_is_ours_only_over_current_runs(built: tuple[Path, dict]) -> None:
     home, _ = built
-    cost = {r["model"]: r for r in query(report_db_path(home), "SELECT * FROM train_cost")}
+    cost = {r["model"]: r for r in query(report_db_path(home), "SELECT * FROM rf100vl_train_cost")}
     assert set(cost) == set(OURS)
     t = cost["yolov9-t"]
     campaign = [d for d in OURS["yolov9-t"] if d in LAB]
@@ -225,7 +225,7 @@ def test_train_cost_is_ours_only_over_current_runs(built: tuple[Path, dict]) -> 
 
 def test_published_comparison_ranks_everyone_against_the_best_published(built: tuple[Path, dict]) -> None:
     home, _ = built
-    rows = query(report_db_path(home), "SELECT * FROM published_comparison ORDER BY rank_overall, model")
+    rows = query(report_db_path(home), "SELECT * FROM rf100vl_published_comparison ORDER BY rank_overall, model")
     assert {(r["model"], r["origin"]) for r in rows} == {
         *((m, "ours") for m in OURS), ("rfdetr-n-lb", "imported"), *((m, "published") for m in PUBLISHED)}
     by = {r["model"]: r for r in rows}
@@ -237,10 +237,10 @@ def test_published_comparison_ranks_everyone_against_the_best_published(built: t
 
 
 def test_model_comparison_is_a_deterministic_paired_bootstrap(built: tuple[Path, dict]) -> None:
-    paired_bootstrap = dbt_python_model("model_comparison").paired_bootstrap
+    paired_bootstrap = dbt_python_model("rf100vl_model_comparison").paired_bootstrap
 
     home, _ = built
-    rows = query(report_db_path(home), "SELECT * FROM model_comparison")
+    rows = query(report_db_path(home), "SELECT * FROM rf100vl_model_comparison")
     pairs = {(r["model_a"], r["model_b"]): r for r in rows}
     # Every unordered pair once (all four models share a dataset), model_a the better-ranked one.
     assert {frozenset(p) for p in pairs} == {frozenset(c) for c in combinations([*MODELS, *IMPORTED], 2)}
@@ -338,19 +338,19 @@ def test_dagster_lineage_and_checks_mirror_the_dbt_project() -> None:
     deps = report_dbt_assets.asset_deps
     # By hand, so the test does not just replay the code: sources are the loader's one asset, refs are models.
     assert deps[dg.AssetKey(["report", "stg_warehouse__scores"])] == {warehouse}
-    assert deps[dg.AssetKey(["report", "model_comparison"])] == {
-        dg.AssetKey(["report", "leaderboard"]), dg.AssetKey(["report", "int_model_dataset_scores"])}
+    assert deps[dg.AssetKey(["report", "rf100vl_model_comparison"])] == {
+        dg.AssetKey(["report", "rf100vl_leaderboard"]), dg.AssetKey(["report", "int_model_dataset_scores"])}
     assert warehouse in report_dbt_assets.dependency_keys and warehouse not in report_dbt_assets.keys
     assert report_dbt_assets.op.pool == "duckdb_writer"
     assert report_dbt_assets.required_resource_keys == {"home", "io_manager"}  # no dbt resource any more
     assert report_dbt_assets.can_subset
 
-    spec = report_dbt_assets.specs_by_key[dg.AssetKey(["report", "leaderboard"])]
+    spec = report_dbt_assets.specs_by_key[dg.AssetKey(["report", "rf100vl_leaderboard"])]
     assert (spec.group_name, spec.kinds) == ("report", {"dbt", "duckdb"})
     from bench_assets.platform.automation import eager_until_requested
 
     assert spec.automation_condition == eager_until_requested()
-    assert spec.description == nodes["model.bench_report.leaderboard"]["description"].strip()
+    assert spec.description == nodes["model.bench_report.rf100vl_leaderboard"]["description"].strip()
     columns = {c.name: c for c in spec.metadata["dagster/column_schema"].schema.columns}
     assert columns["origin"].description.startswith("`ours` (trained and scored here)")
 
@@ -363,10 +363,10 @@ def test_dagster_lineage_and_checks_mirror_the_dbt_project() -> None:
         assert re.fullmatch(r"[A-Za-z0-9_]+", check.name) and check.name == test["name"], uid
         assert check.asset_key == key[test["attached_node"]] and check.blocking is False, uid
     by_name = {c.name: c for c in checks.values()}
-    assert by_name["not_null_leaderboard_model"].description == "not_null on leaderboard.model"
-    rel = by_name["relationships_domain_scores_model__model__ref_leaderboard_"]
-    assert rel.asset_key == dg.AssetKey(["report", "domain_scores"])
-    assert {d.asset_key for d in rel.additional_deps} == {dg.AssetKey(["report", "leaderboard"])}
+    assert by_name["not_null_rf100vl_leaderboard_model"].description == "not_null on rf100vl_leaderboard.model"
+    rel = by_name["relationships_rf100vl_domain_scores_model__model__ref_rf100vl_leaderboard_"]
+    assert rel.asset_key == dg.AssetKey(["report", "rf100vl_domain_scores"])
+    assert {d.asset_key for d in rel.additional_deps} == {dg.AssetKey(["report", "rf100vl_leaderboard"])}
 
 
 def test_the_manifest_reader_attaches_singular_tests_and_keeps_check_names_valid_and_unique() -> None:
@@ -458,24 +458,24 @@ def test_dagster_materializes_the_marts_with_every_dbt_test_as_a_check(built: tu
     assert result.success
     mats = {m.materialization.asset_key: m.materialization for m in result.get_asset_materialization_events()}
     assert set(mats) == set(report_dbt_assets.keys)
-    assert mats[dg.AssetKey(["report", "leaderboard"])].metadata["dagster/row_count"].value == 4
-    assert mats[dg.AssetKey(["report", "model_comparison"])].metadata["dagster/row_count"].value == 6
-    assert mats[dg.AssetKey(["report", "leaderboard"])].metadata["execution_time_s"].value > 0
-    assert len(query(report_db_path(home), "SELECT * FROM weakest_datasets WHERE origin = 'imported'")) == 5
-    comparison = "SELECT * FROM model_comparison ORDER BY model_a, model_b"  # same rows, same intervals
+    assert mats[dg.AssetKey(["report", "rf100vl_leaderboard"])].metadata["dagster/row_count"].value == 4
+    assert mats[dg.AssetKey(["report", "rf100vl_model_comparison"])].metadata["dagster/row_count"].value == 6
+    assert mats[dg.AssetKey(["report", "rf100vl_leaderboard"])].metadata["execution_time_s"].value > 0
+    assert len(query(report_db_path(home), "SELECT * FROM rf100vl_weakest_datasets WHERE origin = 'imported'")) == 5
+    comparison = "SELECT * FROM rf100vl_model_comparison ORDER BY model_a, model_b"  # same rows, same intervals
     assert query(report_db_path(home), comparison) == query(report_db_path(built[0]), comparison)
 
     evaluations = {(e.asset_key, e.check_name): e for e in result.get_asset_check_evaluations()}
     assert len(evaluations) == len(tests) == len(report_dbt_assets.check_keys)
     assert all(e.passed for e in evaluations.values())
-    unique = evaluations[(dg.AssetKey(["report", "leaderboard"]), "unique_leaderboard_model")]
-    assert unique.metadata["failures"].value == 0 and unique.description == "unique on leaderboard.model"
+    unique = evaluations[(dg.AssetKey(["report", "rf100vl_leaderboard"]), "unique_rf100vl_leaderboard_model")]
+    assert unique.metadata["failures"].value == 0 and unique.description == "unique on rf100vl_leaderboard.model"
     lines = _dbt_result_lines(instance, result.run_id)  # dbt's progress, streamed to the run's log
     assert len(lines) == len(tests) + len(report_dbt_assets.keys)
-    assert any("OK created sql table model main.leaderboard" in line for line in lines)
+    assert any("OK created sql table model main.rf100vl_leaderboard" in line for line in lines)
 
     # A subset builds only what is selected (and its checks), over the live report's other tables.
-    cost = dg.AssetKey(["report", "train_cost"])
+    cost = dg.AssetKey(["report", "rf100vl_train_cost"])
     sub = dg.materialize([report_dbt_assets], selection=[cost], instance=instance, resources=resources)
     assert sub.success
     assert [m.materialization.asset_key for m in sub.get_asset_materialization_events()] == [cost]
@@ -483,7 +483,7 @@ def test_dagster_materializes_the_marts_with_every_dbt_test_as_a_check(built: tu
     assert sub_checks == {k for k in report_dbt_assets.check_keys if k.asset_key == cost} and len(sub_checks) == 7
     lines = _dbt_result_lines(instance, sub.run_id)
     assert len(lines) == 1 + 7 and all(line.startswith(f"{i} of 8 ") for i, line in enumerate(lines, 1))
-    assert "train_cost" in lines[0]
+    assert "rf100vl_train_cost" in lines[0]
     assert query(report_db_path(home), comparison) == query(report_db_path(built[0]), comparison)  # still there
 
     # A subset run whose dbt test fails: the step fails loudly, the check says which, the report stays as it was.
@@ -526,7 +526,7 @@ def test_a_missing_or_stale_manifest_is_named_not_silently_used(tmp_path: Path,
     manifest.write_text("{}")
     manifest.with_name("manifest.fingerprint").write_text(dbt_project.project_fingerprint())
     assert dbt_project.manifest_is_fresh()
-    model = project / "models" / "marts" / "rf100vl" / "leaderboard.sql"
+    model = project / "models" / "marts" / "rf100vl" / "rf100vl_leaderboard.sql"
     model.write_text(model.read_text() + "\n-- edited\n")
     assert not dbt_project.manifest_is_fresh()
     with pytest.raises(ReportBuildError, match="is stale"):
@@ -544,7 +544,7 @@ def test_only_comparable_rows_get_a_leaderboard_rank_and_the_others_say_why(buil
     published results (which keep 1..3), each says why, and both marts agree."""
     home, _ = built
     db = report_db_path(home)
-    board = {r["model"]: r for r in query(db, "SELECT * FROM leaderboard")}
+    board = {r["model"]: r for r in query(db, "SELECT * FROM rf100vl_leaderboard")}
     assert {m: (r["benchmark_datasets_scored"], r["benchmark_datasets"]) for m, r in board.items()} == {
         "yolov9-t": (6, 7), "yolov9-s": (5, 7), "dfine-n": (3, 7), "rfdetr-n-lb": (6, 7)}
     assert all(r["comparable"] is False and r["leaderboard_rank"] is None for r in board.values())
@@ -555,7 +555,7 @@ def test_only_comparable_rows_get_a_leaderboard_rank_and_the_others_say_why(buil
     imported = board["rfdetr-n-lb"]
     assert imported["protocol_conformant"] is None and imported["recipe_conformant"] is None
     assert imported["not_comparable_because"] == "6/7 RF100-VL datasets scored; protocol conformance not recorded"
-    rows = query(db, "SELECT * FROM published_comparison")
+    rows = query(db, "SELECT * FROM rf100vl_published_comparison")
     assert {r["model"]: r["leaderboard_rank"] for r in rows} == {
         "rfdetr-s": 1, "rfdetr-n": 2, "lwdetr-t": 3, "yolov9-t": None, "yolov9-s": None, "dfine-n": None,
         "rfdetr-n-lb": None}
@@ -580,18 +580,18 @@ def test_hours_follow_the_device_runs_record_and_a_complete_conformant_model_is_
         con.execute("UPDATE runs SET device = 'cpu' WHERE model = 'yolov9-s' AND dataset = 'doc-a'")
     build_report_db(home)
     db = report_db_path(home)
-    board = {r["model"]: r for r in query(db, "SELECT * FROM leaderboard")}
+    board = {r["model"]: r for r in query(db, "SELECT * FROM rf100vl_leaderboard")}
     cpu = board["dfine-n"]
     hours = sum(_wall_seconds("dfine-n", d) for d in OURS["dfine-n"]) / 3600
     assert (cpu["train_device"], cpu["cpu_hours"], cpu["gpu_hours"]) == ("cpu", pytest.approx(hours), None)
     assert board["yolov9-t"]["train_device"] == "gpu" and board["yolov9-t"]["cpu_hours"] is None
     assert board["yolov9-s"]["train_device"] == "mixed"
     assert board["yolov9-s"]["cpu_hours"] == pytest.approx(_wall_seconds("yolov9-s", "doc-a") / 3600)
-    cost = {r["model"]: r for r in query(db, "SELECT * FROM train_cost")}
+    cost = {r["model"]: r for r in query(db, "SELECT * FROM rf100vl_train_cost")}
     assert (cost["dfine-n"]["train_device"], cost["dfine-n"]["total_gpu_hours"]) == ("cpu", None)
     assert cost["dfine-n"]["total_cpu_hours"] == pytest.approx(hours)
     # dfine-n (mean 0.10) takes 4th place behind the three published results, in both marts.
     assert (cpu["comparable"], cpu["not_comparable_because"], cpu["leaderboard_rank"]) == (True, None, 4)
-    ranks = {r["model"]: r["leaderboard_rank"] for r in query(db, "SELECT * FROM published_comparison")}
+    ranks = {r["model"]: r["leaderboard_rank"] for r in query(db, "SELECT * FROM rf100vl_published_comparison")}
     assert ranks == {"rfdetr-s": 1, "rfdetr-n": 2, "lwdetr-t": 3, "dfine-n": 4, "yolov9-t": None,
                      "yolov9-s": None, "rfdetr-n-lb": None}

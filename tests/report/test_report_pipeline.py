@@ -36,14 +36,15 @@ def test_bench_report_builds_every_mart_with_the_imported_model(bench_home: Path
     assert f"report: {bench_home / 'report' / 'index.html'}" in res.stdout
 
     report = bench_home / "report.duckdb"
-    for mart in ("leaderboard", "domain_scores", "dataset_scores", "weakest_datasets", "published_comparison"):
+    for mart in ("rf100vl_leaderboard", "rf100vl_domain_scores", "rf100vl_dataset_scores", "rf100vl_weakest_datasets",
+                 "rf100vl_published_comparison"):
         models = {r["model"] for r in query(report, f"SELECT DISTINCT model FROM {mart}")}
         assert "otherlab-detr-s" in models, mart
         assert {"syna-t", "syna-s", "syna-m", "syna-c"} <= models, mart
-    pairs = query(report, "SELECT model_a, model_b FROM model_comparison")
+    pairs = query(report, "SELECT model_a, model_b FROM rf100vl_model_comparison")
     assert any("otherlab-detr-s" in (p["model_a"], p["model_b"]) for p in pairs)
     assert len(pairs) == 10  # every unordered pair of 5 models
-    lead = {r["model"]: r for r in query(report, "SELECT * FROM leaderboard")}
+    lead = {r["model"]: r for r in query(report, "SELECT * FROM rf100vl_leaderboard")}
     scores = query(bench_home / "warehouse.duckdb",
                         "SELECT avg(mAP50_95) AS m FROM scores WHERE is_current AND model = 'syna-m'")
     assert lead["syna-m"]["mAP50_95"] == pytest.approx(scores[0]["m"])

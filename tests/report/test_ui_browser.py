@@ -37,7 +37,7 @@ pytestmark = pytest.mark.slow
 # LEAD: flip to True once `report_job` (dbt models as report/<model> + report/rendered) is merged, so a
 # code location without it fails here instead of skipping the leaderboard test.
 REQUIRE_LEADERBOARD = True  # report_job exists: the leaderboard and its dbt tests must show
-LEADERBOARD = "report/leaderboard"
+LEADERBOARD = "report/rf100vl_leaderboard"
 
 N_MODELS, N_DATASETS = 4, 6
 REQUIRED_KEYS = ("rf100vl/dataset", "rf100vl/scores", "rf100vl/submission", "report/warehouse")

@@ -5,7 +5,7 @@ import pytest
 
 from tests.tables import dbt_python_model
 
-paired_bootstrap = dbt_python_model("model_comparison").paired_bootstrap
+paired_bootstrap = dbt_python_model("rf100vl_model_comparison").paired_bootstrap
 
 
 def test_identical_models_are_indistinguishable() -> None:

@@ -81,7 +81,8 @@ def test_score_needs_recorded_agreeing_parity() -> None:
 
 
 def test_marts_older_than_the_warehouse_are_stale() -> None:
-    assert marts_fresh(100.0, {"leaderboard": 101.0, "domain_scores": 102.0}).passed
-    stale = marts_fresh(100.0, {"leaderboard": 99.0, "domain_scores": 102.0, "train_cost": None})
-    assert not stale.passed and "2 of 3" in stale.description and "leaderboard" in stale.description
-    assert not marts_fresh(None, {"leaderboard": 1.0}).passed
+    assert marts_fresh(100.0, {"rf100vl_leaderboard": 101.0, "rf100vl_domain_scores": 102.0}).passed
+    stale = marts_fresh(100.0, {"rf100vl_leaderboard": 99.0, "rf100vl_domain_scores": 102.0,
+                                "rf100vl_train_cost": None})
+    assert not stale.passed and "2 of 3" in stale.description and "rf100vl_leaderboard" in stale.description
+    assert not marts_fresh(None, {"rf100vl_leaderboard": 1.0}).passed

@@ -60,12 +60,12 @@ def test_a_genuine_published_file_imports_unchanged_into_every_mart(tmp_path: Pa
     assert (home / "report" / "report.md").exists(), res.stderr
     report = home / "report.duckdb"
     lead = {r["model"]: r for r in query(report, "SELECT model, origin, mAP50_95, datasets_scored, valid_submission "
-                                                 "FROM leaderboard")}
+                                                 "FROM rf100vl_leaderboard")}
     entry = lead["yolov9-t"]
     headline = fmean(d["mAP_50_95"] for d in doc["rf100vl"]["datasets"])  # recomputed from the entries
     assert entry["origin"] == "imported" and entry["datasets_scored"] == 100 and entry["valid_submission"]
     assert entry["mAP50_95"] == pytest.approx(headline, abs=1e-9)
-    domains = {r["domain"]: r for r in query(report, "SELECT domain, datasets, mAP50_95 FROM domain_scores "
+    domains = {r["domain"]: r for r in query(report, "SELECT domain, datasets, mAP50_95 FROM rf100vl_domain_scores "
                                                      "WHERE model = 'yolov9-t'")}
     assert set(domains) == set(DOMAINS) and sum(r["datasets"] for r in domains.values()) == 100
     from bench_assets.rf100vl.datasets.catalog import catalog_entry
@@ -138,11 +138,11 @@ def test_a_built_submission_has_the_published_shape_and_round_trips(tmp_path: Pa
     assert (home / "report.duckdb").exists(), res.stderr
     marts = {m: {r["origin"]: r for r in query(home / "report.duckdb",
                                                f"SELECT * FROM {m} WHERE model IN ('syna-t', 'syna-t-again')")}
-             for m in ("leaderboard",)}
-    ours, again = marts["leaderboard"]["ours"], marts["leaderboard"]["imported"]
+             for m in ("rf100vl_leaderboard",)}
+    ours, again = marts["rf100vl_leaderboard"]["ours"], marts["rf100vl_leaderboard"]["imported"]
     for col in ("mAP50_95", "mAP50", "mAP75", "AR_max_det", "datasets_scored"):
         assert again[col] == pytest.approx(ours[col], abs=1e-12), col
-    scores = query(home / "report.duckdb", "SELECT model, dataset, mAP50_95, mAP50 FROM dataset_scores "
+    scores = query(home / "report.duckdb", "SELECT model, dataset, mAP50_95, mAP50 FROM rf100vl_dataset_scores "
                                            "WHERE model IN ('syna-t', 'syna-t-again') ORDER BY dataset, model")
     pairs = {}
     for r in scores:

@@ -31,26 +31,32 @@ OURS_B_WHY = "3/100 RF100-VL datasets scored; recipe not protocol-conformant"
 EVIL_WHY = "4/100 RF100-VL datasets scored; protocol conformance not recorded"
 
 DDL = {
-    "leaderboard": "model VARCHAR, origin VARCHAR, datasets_scored BIGINT, datasets_expected BIGINT, "
-                   "benchmark_datasets_scored BIGINT, benchmark_datasets BIGINT, "
-                   "mAP50_95 DOUBLE, mAP50 DOUBLE, mAP75 DOUBLE, AR_max_det DOUBLE, median_train_minutes DOUBLE, "
-                   "train_hours DOUBLE, train_device VARCHAR, median_best_epoch DOUBLE, recipe_conformant BOOLEAN, "
-                   "protocol_conformant BOOLEAN, valid_submission BOOLEAN, comparable BOOLEAN, "
-                   "not_comparable_because VARCHAR, leaderboard_rank BIGINT",
-    "domain_scores": "model VARCHAR, origin VARCHAR, domain VARCHAR, datasets BIGINT, mAP50_95 DOUBLE, mAP50 DOUBLE",
-    "dataset_scores": "model VARCHAR, origin VARCHAR, dataset VARCHAR, domain VARCHAR, dataset_version VARCHAR, "
-                      "mAP50_95 DOUBLE, mAP50 DOUBLE, mAP75 DOUBLE, AR_max_det DOUBLE, valid_mAP50_95 DOUBLE, "
-                      "best_epoch BIGINT, train_minutes DOUBLE",
-    "weakest_datasets": "model VARCHAR, origin VARCHAR, rank BIGINT, dataset VARCHAR, domain VARCHAR, "
-                        "mAP50_95 DOUBLE",
-    "train_cost": "model VARCHAR, datasets_trained BIGINT, median_train_minutes DOUBLE, total_train_hours DOUBLE, "
-                  "train_device VARCHAR, median_best_epoch DOUBLE, mean_epochs_done DOUBLE, resumed_runs BIGINT",
-    "published_comparison": "model VARCHAR, origin VARCHAR, family VARCHAR, size VARCHAR, mAP50_95 DOUBLE, "
-                            "datasets_scored BIGINT, benchmark_datasets_scored BIGINT, benchmark_datasets BIGINT, "
-                            "protocol_conformant BOOLEAN, comparable BOOLEAN, not_comparable_because VARCHAR, "
-                            "leaderboard_rank BIGINT, delta_vs_best_published DOUBLE",
-    "model_comparison": "model_a VARCHAR, model_b VARCHAR, datasets BIGINT, mean_diff DOUBLE, ci_low DOUBLE, "
-                        "ci_high DOUBLE, distinguishable BOOLEAN",
+    "rf100vl_leaderboard": (
+        "model VARCHAR, origin VARCHAR, datasets_scored BIGINT, datasets_expected BIGINT, "
+        "benchmark_datasets_scored BIGINT, benchmark_datasets BIGINT, "
+        "mAP50_95 DOUBLE, mAP50 DOUBLE, mAP75 DOUBLE, AR_max_det DOUBLE, median_train_minutes DOUBLE, "
+        "train_hours DOUBLE, train_device VARCHAR, median_best_epoch DOUBLE, recipe_conformant BOOLEAN, "
+        "protocol_conformant BOOLEAN, valid_submission BOOLEAN, comparable BOOLEAN, "
+        "not_comparable_because VARCHAR, leaderboard_rank BIGINT"),
+    "rf100vl_domain_scores": (
+        "model VARCHAR, origin VARCHAR, domain VARCHAR, datasets BIGINT, mAP50_95 DOUBLE, mAP50 DOUBLE"),
+    "rf100vl_dataset_scores": (
+        "model VARCHAR, origin VARCHAR, dataset VARCHAR, domain VARCHAR, dataset_version VARCHAR, "
+        "mAP50_95 DOUBLE, mAP50 DOUBLE, mAP75 DOUBLE, AR_max_det DOUBLE, valid_mAP50_95 DOUBLE, "
+        "best_epoch BIGINT, train_minutes DOUBLE"),
+    "rf100vl_weakest_datasets": (
+        "model VARCHAR, origin VARCHAR, rank BIGINT, dataset VARCHAR, domain VARCHAR, mAP50_95 DOUBLE"),
+    "rf100vl_train_cost": (
+        "model VARCHAR, datasets_trained BIGINT, median_train_minutes DOUBLE, total_train_hours DOUBLE, "
+        "train_device VARCHAR, median_best_epoch DOUBLE, mean_epochs_done DOUBLE, resumed_runs BIGINT"),
+    "rf100vl_published_comparison": (
+        "model VARCHAR, origin VARCHAR, family VARCHAR, size VARCHAR, mAP50_95 DOUBLE, "
+        "datasets_scored BIGINT, benchmark_datasets_scored BIGINT, benchmark_datasets BIGINT, "
+        "protocol_conformant BOOLEAN, comparable BOOLEAN, not_comparable_because VARCHAR, "
+        "leaderboard_rank BIGINT, delta_vs_best_published DOUBLE"),
+    "rf100vl_model_comparison": (
+        "model_a VARCHAR, model_b VARCHAR, datasets BIGINT, mean_diff DOUBLE, ci_low DOUBLE, "
+        "ci_high DOUBLE, distinguishable BOOLEAN"),
 }
 
 DOMAIN = {"d1": "aerial", "d2": "aerial", "d3": "medical", "d4": "medical"}
@@ -69,7 +75,7 @@ def _rows() -> dict[str, list[tuple[Any, ...]]]:
     return {
         # ours-a: comparable (100/100, conformant, GPU); ours-b: 3 datasets, off-protocol, CPU; the import: 4
         # datasets, conformance not recorded. Only ours-a has a place among the published.
-        "leaderboard": [
+        "rf100vl_leaderboard": [
             ("ours-a", "ours", 100, 100, 100, 100, 0.4853, 0.6512, 0.5049, 0.6, 31.25, 52.0833, "gpu", 47.5, True,
              True, True, True, None, 2),
             ("ours-b", "ours", 3, 4, 3, 100, 0.35, 0.52, None, 0.5, 20.0, 0.05372, "cpu", 40.0, False, False, False,
@@ -77,31 +83,31 @@ def _rows() -> dict[str, list[tuple[Any, ...]]]:
             (EVIL, "imported", 4, 100, 4, 100, 0.225, 0.4, 0.2, 0.3, None, None, None, None, None, None, False, False,
              EVIL_WHY, None),
         ],
-        "domain_scores": [
+        "rf100vl_domain_scores": [
             ("ours-a", "ours", "aerial", 2, 0.475, 0.63), ("ours-a", "ours", "medical", 2, 0.4956, 0.67),
             ("ours-b", "ours", "aerial", 2, 0.375, 0.5), ("ours-b", "ours", "medical", 1, 0.30, 0.45),
             (EVIL, "imported", "aerial", 2, 0.275, 0.4), (EVIL, "imported", "medical", 2, 0.175, 0.3),
         ],
-        "dataset_scores": [
+        "rf100vl_dataset_scores": [
             (m, origin[m], d, DOMAIN[d], "v1", test, None if test is None else test + 0.2, None, None,
              valid, 50, 12.0) for (m, d), (test, valid) in SCORES.items()
         ],
-        "weakest_datasets": [
+        "rf100vl_weakest_datasets": [
             (m, origin[m], rank, d, DOMAIN[d], SCORES[(m, d)][0])
             for m, order in (("ours-a", ["d3", "d2", "d1", "d4"]), ("ours-b", ["d3", "d2", "d1"]),
                              (EVIL, ["d4", "d3", "d2", "d1"]))
             for rank, d in enumerate(order, 1)
         ],
-        "train_cost": [("ours-a", 4, 31.25, 52.0833, "gpu", 47.5, 100.0, 1),
+        "rf100vl_train_cost": [("ours-a", 4, 31.25, 52.0833, "gpu", 47.5, 100.0, 1),
                        ("ours-b", 3, 20.0, 0.05372, "cpu", 40.0, 100.0, 0)],
-        "published_comparison": [
+        "rf100vl_published_comparison": [
             ("yolo-pub-l", "published", "yolo", "l", 0.4901, None, None, None, None, True, None, 1, 0.0),
             ("ours-a", "ours", "ours", "s", 0.4853, 100, 100, 100, True, True, None, 2, -0.0048),
             ("yolo-pub-s", "published", "yolo", "s", 0.30, None, None, None, None, True, None, 3, -0.1901),
             ("ours-b", "ours", "ours", "n", 0.35, 3, 3, 100, False, False, OURS_B_WHY, None, -0.1401),
             (EVIL, "imported", None, None, 0.225, 4, 4, 100, None, False, EVIL_WHY, None, -0.2651),
         ],
-        "model_comparison": [
+        "rf100vl_model_comparison": [
             ("ours-a", "ours-b", 3, 0.0333, -0.05, 0.1433, False),
             ("ours-a", EVIL, 4, 0.2603, 0.05, 0.4, True),
         ],
@@ -308,17 +314,17 @@ def test_stale_plots_are_removed_when_data_goes(tmp_path: Path) -> None:
 
 
 def test_missing_column_fails_naming_it(tmp_path: Path) -> None:
-    ddl = {**DDL, "leaderboard": DDL["leaderboard"].replace("mAP75 DOUBLE, ", "")}
+    ddl = {**DDL, "rf100vl_leaderboard": DDL["rf100vl_leaderboard"].replace("mAP75 DOUBLE, ", "")}
     db = make_report_db(tmp_path / "report.duckdb", rows={}, ddl=ddl)
-    with pytest.raises(ReportSchemaError, match=r"table leaderboard lacks column\(s\) mAP75 "):
+    with pytest.raises(ReportSchemaError, match=r"table rf100vl_leaderboard lacks column\(s\) mAP75 "):
         render_report(db, tmp_path / "out")
     assert not (tmp_path / "out" / "report.md").exists()
 
 
 def test_missing_table_fails_naming_it(tmp_path: Path) -> None:
     db = make_report_db(tmp_path / "report.duckdb", rows={},
-                        ddl={k: v for k, v in DDL.items() if k != "model_comparison"})
-    with pytest.raises(ReportSchemaError, match="missing from schema main: model_comparison"):
+                        ddl={k: v for k, v in DDL.items() if k != "rf100vl_model_comparison"})
+    with pytest.raises(ReportSchemaError, match="missing from schema main: rf100vl_model_comparison"):
         render_report(db, tmp_path / "out")
 
 
@@ -395,12 +401,12 @@ def test_a_smoke_model_is_never_ranked_among_complete_published_results(
 
     home, out = smoke_beside_published
     db = report_db_path(home)
-    board = {r["model"]: r for r in query(db, "SELECT * FROM leaderboard")}
+    board = {r["model"]: r for r in query(db, "SELECT * FROM rf100vl_leaderboard")}
     smoke, full = board["syna-s"], board["syna-t"]
     assert (smoke["comparable"], smoke["leaderboard_rank"]) == (False, None)
     assert smoke["not_comparable_because"] == "4/100 RF100-VL datasets scored; recipe not protocol-conformant"
     assert (smoke["benchmark_datasets_scored"], smoke["benchmark_datasets"]) == (4, 100)
-    published = query(db, "SELECT model, mAP50_95, leaderboard_rank FROM published_comparison "
+    published = query(db, "SELECT model, mAP50_95, leaderboard_rank FROM rf100vl_published_comparison "
                           "WHERE origin = 'published'")
     assert len(published) == 28
     assert any(p["mAP50_95"] < smoke["mAP50_95"] for p in published)  # it would have outranked some of them
@@ -408,7 +414,7 @@ def test_a_smoke_model_is_never_ranked_among_complete_published_results(
     # leave the smoke model out.
     assert full["comparable"] is True
     assert full["leaderboard_rank"] == 1 + sum(p["mAP50_95"] > full["mAP50_95"] for p in published)
-    beside = query(db, "SELECT model, origin, leaderboard_rank FROM published_comparison")
+    beside = query(db, "SELECT model, origin, leaderboard_rank FROM rf100vl_published_comparison")
     ranks = {(r["model"], r["origin"]): r["leaderboard_rank"] for r in beside}
     assert ranks[("syna-t", "ours")] == full["leaderboard_rank"] and ranks[("syna-s", "ours")] is None
     ladder = [p["mAP50_95"] for p in published] + [full["mAP50_95"]]  # ranked: 29 rows, ties share a rank

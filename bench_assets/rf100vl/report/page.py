@@ -52,23 +52,31 @@ GAPS_LISTED = 5
 
 # Columns read from each mart, by name, and the order rows are read in (so output never depends on scan order).
 MARTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "leaderboard": (("model", "origin", "datasets_scored", "datasets_expected", "benchmark_datasets_scored",
-                     "benchmark_datasets", "mAP50_95", "mAP50", "mAP75", "AR_max_det", "median_train_minutes",
-                     "train_hours", "train_device", "median_best_epoch", "recipe_conformant", "protocol_conformant",
-                     "valid_submission", "comparable", "not_comparable_because", "leaderboard_rank"),
-                    'leaderboard_rank NULLS LAST, "mAP50_95" DESC NULLS LAST, model, origin'),
-    "domain_scores": (("model", "origin", "domain", "datasets", "mAP50_95", "mAP50"), "domain, model, origin"),
-    "dataset_scores": (("model", "origin", "dataset", "domain", "dataset_version", "mAP50_95", "mAP50", "mAP75",
-                        "AR_max_det", "valid_mAP50_95", "best_epoch", "train_minutes"), "model, origin, dataset"),
-    "weakest_datasets": (("model", "origin", "rank", "dataset", "domain", "mAP50_95"), 'model, origin, "rank"'),
-    "train_cost": (("model", "datasets_trained", "median_train_minutes", "total_train_hours", "train_device",
-                    "median_best_epoch", "mean_epochs_done", "resumed_runs"), "model"),
-    "published_comparison": (("model", "origin", "family", "size", "mAP50_95", "datasets_scored",
-                              "benchmark_datasets_scored", "benchmark_datasets", "protocol_conformant", "comparable",
-                              "not_comparable_because", "leaderboard_rank", "delta_vs_best_published"),
-                             'leaderboard_rank NULLS LAST, "mAP50_95" DESC, model, origin'),
-    "model_comparison": (("model_a", "model_b", "datasets", "mean_diff", "ci_low", "ci_high", "distinguishable"),
-                         "model_a, model_b"),
+    "rf100vl_leaderboard": (
+        ("model", "origin", "datasets_scored", "datasets_expected", "benchmark_datasets_scored", "benchmark_datasets",
+         "mAP50_95", "mAP50", "mAP75", "AR_max_det", "median_train_minutes", "train_hours", "train_device",
+         "median_best_epoch", "recipe_conformant", "protocol_conformant", "valid_submission", "comparable",
+         "not_comparable_because", "leaderboard_rank"),
+        'leaderboard_rank NULLS LAST, "mAP50_95" DESC NULLS LAST, model, origin'),
+    "rf100vl_domain_scores": (("model", "origin", "domain", "datasets", "mAP50_95", "mAP50"),
+                              "domain, model, origin"),
+    "rf100vl_dataset_scores": (
+        ("model", "origin", "dataset", "domain", "dataset_version", "mAP50_95", "mAP50", "mAP75", "AR_max_det",
+         "valid_mAP50_95", "best_epoch", "train_minutes"),
+        "model, origin, dataset"),
+    "rf100vl_weakest_datasets": (("model", "origin", "rank", "dataset", "domain", "mAP50_95"),
+                                 'model, origin, "rank"'),
+    "rf100vl_train_cost": (
+        ("model", "datasets_trained", "median_train_minutes", "total_train_hours", "train_device",
+         "median_best_epoch", "mean_epochs_done", "resumed_runs"),
+        "model"),
+    "rf100vl_published_comparison": (
+        ("model", "origin", "family", "size", "mAP50_95", "datasets_scored", "benchmark_datasets_scored",
+         "benchmark_datasets", "protocol_conformant", "comparable", "not_comparable_because", "leaderboard_rank",
+         "delta_vs_best_published"),
+        'leaderboard_rank NULLS LAST, "mAP50_95" DESC, model, origin'),
+    "rf100vl_model_comparison": (("model_a", "model_b", "datasets", "mean_diff", "ci_low", "ci_high",
+                                  "distinguishable"), "model_a, model_b"),
 }
 SUBMISSION_COLUMNS = ("model", "origin", "valid_submission", "invalid_reasons")
 PLOTS = {
@@ -123,11 +131,11 @@ class _ReportData:
 
     @property
     def leaderboard(self) -> list[Row]:
-        return self.marts["leaderboard"]
+        return self.marts["rf100vl_leaderboard"]
 
     @property
     def datasets(self) -> int:
-        return len({r["dataset"] for r in self.marts["dataset_scores"]})
+        return len({r["dataset"] for r in self.marts["rf100vl_dataset_scores"]})
 
 
 # ---------------------------------------------------------------------------------------------- reading the marts
@@ -370,7 +378,7 @@ def _report_blocks(data: _ReportData) -> list[Block]:
 
 def _counts_paragraph(data: _ReportData) -> Paragraph:
     ours = sum(r["origin"] == "ours" for r in data.leaderboard)
-    published = sum(r["origin"] == "published" for r in data.marts["published_comparison"])
+    published = sum(r["origin"] == "published" for r in data.marts["rf100vl_published_comparison"])
     return Paragraph(f"{_plural(len(data.leaderboard), 'model')} ({ours} ours, {len(data.leaderboard) - ours} "
                      f"imported) scored on {_plural(data.datasets, 'dataset')}; "
                      f"{_plural(published, 'published reference')}.")
@@ -388,13 +396,13 @@ def _leaderboard_blocks(data: _ReportData) -> list[Block]:
 def _domain_blocks(data: _ReportData) -> list[Block]:
     domains = table(["Domain", "Model", "Origin", "Datasets", "mAP50-95", "mAP50"],
                     [[r["domain"], r["model"], r["origin"], _fmt_count(r["datasets"]), fmt_ap(r["mAP50_95"]),
-                      fmt_ap(r["mAP50"])] for r in data.marts["domain_scores"]],
+                      fmt_ap(r["mAP50"])] for r in data.marts["rf100vl_domain_scores"]],
                     numeric=[3, 4, 5])
     return _with_plot([Heading("Domains"), domains], data, "domains")
 
 
 def _train_cost_blocks(data: _ReportData) -> list[Block]:
-    rows = data.marts["train_cost"]
+    rows = data.marts["rf100vl_train_cost"]
     if not rows:
         return [Heading("Train cost"), Paragraph("No training runs of ours.")]
     return [Heading("Train cost"),
@@ -407,7 +415,7 @@ def _train_cost_blocks(data: _ReportData) -> list[Block]:
 
 
 def _weakest_blocks(data: _ReportData) -> list[Block]:
-    weakest = [r for r in data.marts["weakest_datasets"]
+    weakest = [r for r in data.marts["rf100vl_weakest_datasets"]
                if _num(r["rank"]) is not None and r["rank"] <= WEAKEST_PER_MODEL]
     return [Heading(f"{WEAKEST_PER_MODEL} weakest datasets per model"),
             table(["Model", "Origin", "Rank", "Dataset", "Domain", "mAP50-95"],
@@ -416,7 +424,7 @@ def _weakest_blocks(data: _ReportData) -> list[Block]:
 
 
 def _valid_vs_test_blocks(data: _ReportData) -> list[Block]:
-    all_gaps = _valid_test_gaps(data.marts["dataset_scores"])
+    all_gaps = _valid_test_gaps(data.marts["rf100vl_dataset_scores"])
     gaps = all_gaps[:GAPS_LISTED]
     if not gaps:
         return [Heading("Selection (valid) vs test"),
@@ -439,7 +447,7 @@ def _per_dataset_blocks(data: _ReportData) -> list[Block]:
 
 
 def _published_blocks(data: _ReportData) -> list[Block]:
-    rows = data.marts["published_comparison"]
+    rows = data.marts["rf100vl_published_comparison"]
     if not rows:
         return [Heading("Published comparison"), Paragraph("No published references.")]
     return [Heading("Published comparison"),
@@ -455,7 +463,7 @@ def _published_blocks(data: _ReportData) -> list[Block]:
 
 
 def _model_comparison_blocks(data: _ReportData) -> list[Block]:
-    rows = data.marts["model_comparison"]
+    rows = data.marts["rf100vl_model_comparison"]
     if not rows:
         return [Heading("Model comparison"), Paragraph("No pair of models shares a scored dataset.")]
     return [Heading("Model comparison"),
@@ -497,7 +505,7 @@ def leaderboard_bars(data: _ReportData) -> tuple[list[Bar], list[Bar]]:
     """The leaderboard plot's two panels: (ranked, apart). Ranked: the published results and the comparable
     entries, by leaderboard rank. Apart: every other row of ours or imported, best first; drawn hatched in a panel
     of its own and never given a position among the published."""
-    rows = data.marts["published_comparison"] or data.leaderboard
+    rows = data.marts["rf100vl_published_comparison"] or data.leaderboard
     ranked = sorted((r for r in rows if _num(r["leaderboard_rank"]) is not None),
                     key=lambda r: (r["leaderboard_rank"], r["model"], r["origin"]))
     apart = sorted((r for r in rows if _num(r["leaderboard_rank"]) is None),
@@ -558,7 +566,7 @@ def _model_label(r: Row, data: _ReportData) -> str:
 
 
 def plot_domains(data: _ReportData, dpi: int = DPI) -> bytes:
-    rows = data.marts["domain_scores"]
+    rows = data.marts["rf100vl_domain_scores"]
     domains = sorted({r["domain"] for r in rows if r["domain"] is not None})
     models = [(r["model"], r["origin"]) for r in data.leaderboard]
     labels = [_model_label(r, data) for r in data.leaderboard]
@@ -582,7 +590,7 @@ def plot_domains(data: _ReportData, dpi: int = DPI) -> bytes:
 
 
 def plot_valid_vs_test(data: _ReportData, dpi: int = DPI) -> bytes:
-    gaps = _valid_test_gaps(data.marts["dataset_scores"])
+    gaps = _valid_test_gaps(data.marts["rf100vl_dataset_scores"])
     models = sorted({r["model"] for r in gaps})
     colours = _model_colours(models)
     with plot_context():
@@ -617,7 +625,7 @@ def plot_datasets(data: _ReportData, dpi: int = DPI) -> bytes:
     import numpy as np
     from matplotlib import colormaps
 
-    rows = data.marts["dataset_scores"]
+    rows = data.marts["rf100vl_dataset_scores"]
     domains = sorted({r["domain"] or "unknown" for r in rows})
     cmap = colormaps["tab10"]
     colour = {d: cmap(i % cmap.N) for i, d in enumerate(domains)}
@@ -652,11 +660,11 @@ def _render_plots(data: _ReportData) -> dict[str, bytes]:
     if not data.leaderboard:
         return {}
     images = {"leaderboard": plot_leaderboard(data)}
-    if data.marts["domain_scores"]:
+    if data.marts["rf100vl_domain_scores"]:
         images["domains"] = plot_domains(data)
-    if _valid_test_gaps(data.marts["dataset_scores"]):
+    if _valid_test_gaps(data.marts["rf100vl_dataset_scores"]):
         images["valid_vs_test"] = plot_valid_vs_test(data)
-    if any(_num(r["mAP50_95"]) is not None for r in data.marts["dataset_scores"]):
+    if any(_num(r["mAP50_95"]) is not None for r in data.marts["rf100vl_dataset_scores"]):
         images["datasets"] = plot_datasets(data)
     return images
 

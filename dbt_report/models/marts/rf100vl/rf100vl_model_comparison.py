@@ -59,7 +59,7 @@ def model(dbt, session):
     dbt.config(materialized="table")
     import pandas as pd
 
-    order = dbt.ref("leaderboard").filter("mAP50_95 is not null").order("rank, model").project("model, origin")
+    order = dbt.ref("rf100vl_leaderboard").filter("mAP50_95 is not null").order("rank, model").project("model, origin")
     scores = (dbt.ref("int_model_dataset_scores").filter("in_campaign and mAP50_95 is not null")
               .project("model, dataset, mAP50_95").fetchall())
     by_model: dict[str, dict[str, float]] = {}

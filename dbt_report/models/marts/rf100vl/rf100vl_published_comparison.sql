@@ -9,7 +9,7 @@ with ours_and_imported as (
     select
         model, origin, family, size, mAP50_95, datasets_scored, benchmark_datasets_scored, benchmark_datasets,
         protocol_conformant, comparable, not_comparable_because, leaderboard_rank
-    from {{ ref('leaderboard') }}
+    from {{ ref('rf100vl_leaderboard') }}
     where mAP50_95 is not null
 
 ),
