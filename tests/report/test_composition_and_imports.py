@@ -85,3 +85,28 @@ def test_the_instance_template_lists_exactly_the_families_run_priorities() -> No
 
     asked = [function_name(f.contribution.run_priority) for f in definitions.FAMILIES if f.contribution.run_priority]
     assert asked and template_run_coordinator()["config"]["priorities"] == asked
+
+
+def _imported_roots(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    return {n.split(".")[0] for n in names}
+
+
+def test_dbt_python_models_are_self_contained_and_the_product_never_imports_them() -> None:
+    """A dbt Python model runs inside dbt's process with only what dbt hands it: importing `bench_assets` there would
+    tie the report's build to the product's import graph (and its heavy imports), which `lint-imports` cannot see
+    because `dbt_report/` is no package. The other way, product code reading a model's file would hide a second copy
+    of a mart's logic."""
+    models = sorted((REPO / "dbt_report" / "models").rglob("*.py"))
+    assert models, "no dbt Python model found: update this test"
+    ours = {"bench_assets", "resources", "definitions", "tests"}
+    assert {str(m.relative_to(REPO)): sorted(_imported_roots(m) & ours) for m in models} == {
+        str(m.relative_to(REPO)): [] for m in models}
+    stems = {m.stem for m in models}
+    readers = [str(p.relative_to(REPO)) for root in ("bench_assets", "resources") for p in (REPO / root).rglob("*.py")
+               if "dbt_report/models" in p.read_text() or _imported_roots(p) & stems]
+    assert readers == []
