@@ -204,6 +204,41 @@ def cmd_remove_model(args: argparse.Namespace) -> int:
     return remove_partition("model", args.name, args.purge)
 
 
+def cmd_families(args: argparse.Namespace) -> int:
+    """`bench models families [--json] [--live]`: LibreYOLO's detection families and this project's recipes."""
+    from bench_assets.rf100vl.training.families import stale_note
+    from bench_assets.rf100vl.training.models import family_rows
+
+    if args.live:  # read the installed libreyolo itself (imports torch; builds no model)
+        from bench_assets.rf100vl.training.child.families import inventory
+
+        print(json.dumps(inventory(measure=False), indent=1))
+        return 0
+    note = stale_note()
+    if note:
+        print(f"bench: {note}", file=sys.stderr)
+    rows = family_rows()
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    cols = ("family", "sizes", "trains", "imgsz", "optimizer", "lr0", "no_aug", "weights", "recipes")
+    table = [{"family": r["family"], "sizes": ",".join(r["sizes"]), "trains": "yes" if r["trainable"] else "no",
+              "imgsz": f"x{r['imgsz_multiple']}" + (f", >={min(v for v in r['min_imgsz'].values() if v)}"
+                                                    if any(r["min_imgsz"].values()) else ""),
+              "optimizer": str(r["defaults"].get("optimizer", "")), "lr0": str(r["defaults"].get("lr0", "")),
+              "no_aug": str(r["defaults"].get("no_aug_epochs", "")), "weights": str(len(r["weights"])),
+              "recipes": ",".join(k.removesuffix("_recipe") for k in ("protocol_recipe", "smoke_recipe") if r[k])
+              or "-"} for r in rows]
+    widths = {c: max(len(c), *(len(x[c]) for x in table)) for c in cols}
+    print("  ".join(c.ljust(widths[c]) for c in cols))
+    for x, r in zip(table, rows, strict=True):
+        print("  ".join(x[c].ljust(widths[c]) for c in cols))
+        if not r["trainable"]:
+            print(f"    not trainable: {r['reason']}")
+    print(f"{sum(r['trainable'] for r in rows)} of {len(rows)} detection families train; `--json` has every field")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------ train / campaign
 
 
@@ -445,8 +480,13 @@ def _datasets_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _models_parser(sub: argparse._SubParsersAction) -> None:
-    md = sub.add_parser("models", help="remove model partitions").add_subparsers(dest="models_command",
-                                                                                  required=True)
+    md = sub.add_parser("models", help="LibreYOLO's families; remove model partitions").add_subparsers(
+        dest="models_command", required=True)
+    fm = md.add_parser("families", help="every detection family of the pinned LibreYOLO: sizes, whether it trains "
+                                        "(and why not), image-size rule, defaults, published weights, our recipes")
+    fm.add_argument("--json", action="store_true", help="one object per family with every field")
+    fm.add_argument("--live", action="store_true", help="read the installed libreyolo instead of the snapshot")
+    fm.set_defaults(fn=cmd_families)
     rm = md.add_parser("remove", help="delete a model partition and its materialization status (files kept unless "
                                       "--purge)")
     rm.add_argument("name", help="model key, e.g. yolo9-t")

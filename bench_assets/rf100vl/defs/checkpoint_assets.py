@@ -22,7 +22,7 @@ from bench_assets.rf100vl.scoring import sanity
 from bench_assets.rf100vl.training import run_store
 from bench_assets.rf100vl.training.launcher import log_tail, run_child
 from bench_assets.rf100vl.training.models import model_recipe
-from bench_assets.rf100vl.training.recipes import RecipeError, recipe_names
+from bench_assets.rf100vl.training.recipes import RecipeError, recipe_names, require_trainable
 from bench_assets.rf100vl.training.specs import TrainSpec
 from bench_assets.rf100vl.training.train_run import (
     TrainingFailed,
@@ -110,6 +110,7 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointRunConfig, h
     try:
         override = "" if config.recipe == RecipeChoice["registered"] else config.recipe.value
         model, recipe = model_recipe(home.path, model_key, override)
+        require_trainable(recipe)  # the installed LibreYOLO can train this family, size and image size
     except (RecipeError, ValueError) as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     if not recipe.recipe.conformant:

@@ -8,12 +8,21 @@ config.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from bench_assets.platform.fsutil import atomic_write_json
-from bench_assets.rf100vl.training.recipes import LoadedRecipe, RecipeError, load_recipe, recipe_path
+from bench_assets.rf100vl.training.families import check_trainable, families
+from bench_assets.rf100vl.training.recipes import (
+    LoadedRecipe,
+    RecipeError,
+    load_recipe,
+    recipe_path,
+    require_trainable,
+)
 from bench_assets.rf100vl.training.runplan import ModelKey, parse_model
+from resources.paths import REPO_ROOT
 
 
 class ModelEntry(BaseModel):
@@ -38,10 +47,12 @@ def register_model(home: Path, key: str, recipe: str = "default", suite: str | N
     """Validate the key and its recipe (a bad recipe fails here, before anything is queued) and record it
     with the suite (or dataset list) its campaign targets."""
     model = parse_model(key)
+    check_trainable(model.family, model.size)  # LibreYOLO's reason, before a recipe is looked for
     loaded = load_recipe(recipe_path(model.family, recipe))
     loaded.recipe.size(model.size, loaded.path)
     if loaded.recipe.family != model.family:
         raise RecipeError(f"{loaded.path}: recipe is for family {loaded.recipe.family!r}, not {model.family!r}")
+    require_trainable(loaded)
     atomic_write_json(models_dir(home) / f"{key}.json", ModelEntry(model=key, recipe=recipe, suite=suite,
                                                                      datasets=[] if suite else datasets or []
                                                                      ).model_dump())
@@ -73,3 +84,22 @@ def model_recipe(home: Path, key: str, override: str = "") -> tuple[ModelKey, Lo
         raise RecipeError(f"{loaded.path}: recipe is for family {loaded.recipe.family!r}, not {model.family!r}")
     loaded.recipe.size(model.size, loaded.path)
     return model, loaded
+
+
+def family_rows() -> list[dict[str, Any]]:
+    """`bench models families`: every detection family of the pinned LibreYOLO (training/families.py) with the
+    recipes this project has for it (a path relative to the repository, or None)."""
+    rows = []
+    for name, fam in sorted(families().items()):
+        recipes = {kind: recipe_path(name, variant) for kind, variant in (("protocol_recipe", "default"),
+                                                                          ("smoke_recipe", "smoke"))}
+        rows.append({
+            "family": name, "group": fam.group, "sizes": fam.size_names,
+            "default_imgsz": dict(fam.sizes), "trainable": fam.trainable, "reason": fam.reason,
+            "imgsz_multiple": fam.imgsz_multiple, "min_imgsz": fam.min_imgsz, "defaults": fam.defaults,
+            "weights": {size: w["name"] for size, w in fam.weights.items() if w["published"]},
+            "unpublished_weights": {size: w.get("reason") for size, w in fam.weights.items() if not w["published"]},
+            "needs": list(fam.needs), "trainer": fam.trainer, "config": fam.config,
+            **{kind: str(p.relative_to(REPO_ROOT)) if p.is_file() else None for kind, p in recipes.items()},
+        })
+    return rows

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bench_assets.rf100vl.training.families import FamilyError, family
 from resources.paths import REPO_ROOT
 
 RECIPES_DIR = REPO_ROOT / "recipes" / "rf100vl"
@@ -66,6 +67,8 @@ class Source(_Strict):
     repository: str
     commit: str
     license: str
+    # Where each value of the recipe comes from, by field (`train.optimizer`: "libreyolo 1.6.0 DFINEConfig default").
+    values: dict[str, str] = {}
 
 
 class Recipe(_Strict):
@@ -120,6 +123,38 @@ def recipe_path(family: str, variant: str = "default") -> Path:
     if variant == "default":
         return RECIPES_DIR / f"{family}.json"
     return RECIPES_DIR / variant / f"{family}.json"
+
+
+def require_trainable(loaded: LoadedRecipe) -> LoadedRecipe:
+    """`loaded`, when the installed LibreYOLO can train it (`family_problems`); RecipeError naming the file and each
+    field otherwise. Registering a model and starting a training run ask this; reading a recorded recipe (the
+    warehouse, the report) does not, so runs of a family a later LibreYOLO dropped still load."""
+    problems = family_problems(loaded.recipe)
+    if problems:
+        raise RecipeError(f"{loaded.path}: invalid recipe for LibreYOLO's {loaded.recipe.family}:\n  "
+                          + "\n  ".join(problems))
+    return loaded
+
+
+def family_problems(recipe: Recipe) -> list[str]:
+    """What LibreYOLO's family says against the recipe: a family it cannot train, a size it does not have, an image
+    size off the family's rule (training/families.py), each as `field: why`."""
+    try:
+        fam = family(recipe.family)
+    except FamilyError as exc:
+        return [f"family: {exc}"]
+    if not fam.trainable:
+        return [f"family: {recipe.family} cannot be trained with this LibreYOLO: {fam.reason}"]
+    problems = []
+    for size, s in recipe.sizes.items():
+        if size not in fam.size_names:
+            problems.append(f"sizes.{size}: {recipe.family} has no size {size!r}; its sizes: "
+                            f"{', '.join(fam.size_names)}")
+        else:
+            multi_scale = recipe.train.get("multi_scale")
+            problems += [f"sizes.{size}.imgsz: {p}" for p in fam.imgsz_problems(
+                size, s.imgsz, None if multi_scale is None else bool(multi_scale))]
+    return problems
 
 
 def load_recipe(path: Path) -> LoadedRecipe:

@@ -13,7 +13,7 @@ from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 from bench_assets.rf100vl.training.recipes import LoadedRecipe
 from bench_assets.rf100vl.training.run_store import last_weights, stats_path, status_path
 
-MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9]*)-(?P<size>[a-z0-9]+)$")
+MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9_]*)-(?P<size>[a-z0-9]+)$")
 Variant = Literal["standard", "oom_fallback", "dense_fallback"]
 AMP_DTYPES = {"fp32": None, "bf16": "bfloat16", "fp16": "float16"}
 

@@ -35,6 +35,7 @@ __all__ = [
     "build_model",
     "exception_chain",
     "install_atomic_torch_save",
+    "install_class_guard",
     "is_oom",
     "link_images",
     "model_class",
@@ -192,15 +193,62 @@ def is_oom(exc: BaseException) -> bool:
 def model_class(family: str) -> type:
     """The LibreYOLO wrapper class registered for ``family`` ("yolo9", "yolox", ...)."""
     import libreyolo  # noqa: F401 - populates the registry
+    from libreyolo.models import try_ensure_rfdetr
     from libreyolo.models.base import BaseModel
 
     explicit = {"yolo9": "LibreYOLO9", "yolox": "LibreYOLOX"}
     if family in explicit:
         return getattr(libreyolo, explicit[family])
+    try_ensure_rfdetr()  # RF-DETR registers itself only once asked (and only with transformers installed)
     for cls in BaseModel._registry:
         if getattr(cls, "FAMILY", None) == family:
             return cls
     raise ValueError(f"unknown LibreYOLO family {family!r}")
+
+
+DROPPED_OUT_OF_RANGE = {"detections": 0}
+
+
+def _take(values: Any, keep: Any) -> Any:
+    """`values[keep]` for a torch tensor (indexed on its device), a numpy array or a list."""
+    if hasattr(values, "index_select"):
+        import torch
+
+        return values[torch.as_tensor(keep, dtype=torch.long, device=values.device)]
+    import numpy as np
+
+    return np.asarray(values)[keep]
+
+
+def install_class_guard(num_classes: int) -> None:
+    """Drop every detection whose class index is not one of the model's classes before LibreYOLO maps it to a category
+    id, in validation during training and in prediction alike, and count them (`DROPPED_OUT_OF_RANGE`).
+
+    RF-DETR's head has one column more than the dataset's classes (its background), and LibreYOLO 1.6.0 keeps that
+    column's top-k detections: `COCOEvaluator.update` maps a label it has no category for to the label itself
+    (`label_to_category_id.get(label, label)`), so the background became category id `num_classes`: refused by our
+    id check when the split's ids are 0..n-1, and silently scored as the last class when they are 1..n. Idempotent.
+    """
+    import numpy as np
+    from libreyolo.validation.coco_evaluator import COCOEvaluator
+
+    original = getattr(COCOEvaluator.update, "__wrapped_by_bench__", None) or COCOEvaluator.update
+
+    def update(self: Any, predictions: dict[str, Any], image_id: int) -> Any:
+        classes = predictions.get("classes")
+        if classes is not None and len(classes):
+            labels = np.asarray(classes.cpu() if hasattr(classes, "cpu") else classes).astype(np.int64)
+            known = (np.isin(labels, list(self.label_to_category_id)) if self.label_to_category_id is not None
+                     else (labels >= 0) & (labels < num_classes))
+            if not known.all():
+                DROPPED_OUT_OF_RANGE["detections"] += int((~known).sum())
+                keep = np.flatnonzero(known)
+                predictions = {k: (_take(v, keep) if k in ("boxes", "scores", "classes", "masks") and v is not None
+                                   else v) for k, v in predictions.items()}
+        return original(self, predictions, image_id)
+
+    update.__wrapped_by_bench__ = original  # type: ignore[attr-defined]
+    COCOEvaluator.update = update
 
 
 def require_local_file(path: str | os.PathLike[str], what: str) -> Path:

@@ -30,12 +30,14 @@ from typing import Any
 from bench_assets.platform.fsutil import staging_dir
 from bench_assets.rf100vl.training.child.common import (
     ANNOTATIONS_FILE,
+    DROPPED_OUT_OF_RANGE,
     LIBREYOLO_SPLIT,
     Reporter,
     Stopwatch,
     atomic_write_bytes,
     atomic_write_json,
     build_model,
+    install_class_guard,
     is_oom,
     offline_env,
     pin_threads,
@@ -146,6 +148,7 @@ def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int, dict[s
     with staging_dir(out_path.parent, "predict") as work:
         data_yaml = write_data_yaml(dataset_dir, work, spec.class_names, splits=(spec.split,))
         model = build_model(spec.family, spec.size, spec.num_classes, spec.device, weights=str(weights))
+        install_class_guard(spec.num_classes)
         reporter.info(f"predicting {spec.split} ({len(image_ids)} images) with {weights} imgsz={spec.imgsz} "
                       f"conf={spec.conf} iou={spec.iou} max_det={spec.max_det} device={spec.device}")
         metrics = model.val(
@@ -155,6 +158,9 @@ def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int, dict[s
             project=str(work), name="val", exist_ok=True,
         )
         raw = json.loads((work / "val" / "predictions.json").read_text(encoding="utf-8"))
+        if DROPPED_OUT_OF_RANGE["detections"]:
+            reporter.info(f"dropped {DROPPED_OUT_OF_RANGE['detections']} detections of a class index outside the "
+                          f"model's {spec.num_classes} classes (RF-DETR's background column) before writing")
         dets = finalize_detections(raw, image_ids, category_ids, spec.max_det)
         payload = json.dumps(dets, separators=(",", ":")).encode("utf-8")
         atomic_write_bytes(out_path, gzip.compress(payload, compresslevel=6, mtime=0))

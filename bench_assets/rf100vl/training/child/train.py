@@ -17,7 +17,6 @@ the LibreYOLO behaviour this relies on.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 import signal
@@ -35,6 +34,7 @@ from bench_assets.rf100vl.training.child.common import (
     build_model,
     exception_chain,
     install_atomic_torch_save,
+    install_class_guard,
     is_oom,
     model_class,
     offline_env,
@@ -45,6 +45,7 @@ from bench_assets.rf100vl.training.child.common import (
     require_local_file,
     write_data_yaml,
 )
+from bench_assets.rf100vl.training.child.families import detect_trainer, override_keys
 from bench_assets.rf100vl.training.specs import (
     EXIT_DONE,
     EXIT_FAILED,
@@ -212,6 +213,7 @@ class _Hooks:
         self.validation_errors: list[BaseException] = []
         self.pending_save: tuple[Any, tuple[Any, ...], dict[str, Any]] | None = None
         self._orig_save: Any = None
+        self.in_epoch = False
 
     def flush_save(self) -> None:
         """Write the checkpoint LibreYOLO asked for at the end of this epoch (if still pending)."""
@@ -240,28 +242,23 @@ class _Hooks:
         for obj, f, a, k in held:
             real_save(obj, f, *a, **k)
 
-    def install(self) -> None:
+    def install(self, family_trainer_cls: type | None = None) -> None:
+        """Patch LibreYOLO's BaseTrainer (and every epoch loop of `family_trainer_cls`'s classes: D-FINE's and DEIM's
+        trainers replace BaseTrainer's `_train_epoch` without calling it)."""
         from libreyolo.training.trainer import BaseTrainer
         from libreyolo.validation.base import BaseValidator
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-        self._patch_trainer(BaseTrainer)
+        self._patch_trainer(BaseTrainer, family_trainer_cls)
         self._patch_validation(BaseTrainer, BaseValidator)
         register_optimizer_step_pre_hook(self._before_step)
 
-    def _patch_trainer(self, trainer_cls: Any) -> None:
+    def _patch_trainer(self, trainer_cls: Any, family_trainer_cls: type | None) -> None:
         """Seeded epochs, the trainer remembered, checkpoint writes deferred to the end of the epoch callbacks."""
         hooks = self
         orig_train = trainer_cls.train
-        orig_train_epoch = trainer_cls._train_epoch
         self._orig_save = trainer_cls._save_checkpoint
 
-        # Every epoch starts from RNG states that depend only on (seed, epoch): shuffling, mosaic and
-        # augmentation draws of epoch k are then the same whether the run got there uninterrupted or
-        # resumed from last.pt, so a killed and resumed campaign reproduces the uninterrupted scores.
-        def train_epoch(self: Any, epoch: int, *args: Any, **kwargs: Any) -> Any:
-            reseed_for_epoch(hooks.seed, epoch)
-            return orig_train_epoch(self, epoch, *args, **kwargs)
 
         def train(self: Any) -> Any:
             hooks.trainer = self
@@ -275,8 +272,28 @@ class _Hooks:
             hooks.pending_save = (self, args, kwargs)
 
         trainer_cls.train = train
-        trainer_cls._train_epoch = train_epoch
         trainer_cls._save_checkpoint = save_checkpoint
+        for cls in _epoch_loops(family_trainer_cls or trainer_cls):
+            cls._train_epoch = self._seeded(cls.__dict__["_train_epoch"])
+
+    def _seeded(self, train_epoch: Any) -> Any:
+        """Every epoch starts from RNG states that depend only on (seed, epoch): shuffling, mosaic and augmentation
+        draws of epoch k are then the same whether the run got there uninterrupted or resumed from last.pt, so a
+        killed and resumed campaign reproduces the uninterrupted scores. Only the outermost epoch loop of a call
+        reseeds (a subclass's loop calling its parent's must not reseed mid-epoch)."""
+        hooks = self
+
+        def seeded(trainer: Any, epoch: int, *args: Any, **kwargs: Any) -> Any:
+            if hooks.in_epoch:
+                return train_epoch(trainer, epoch, *args, **kwargs)
+            hooks.in_epoch = True
+            try:
+                reseed_for_epoch(hooks.seed, epoch)
+                return train_epoch(trainer, epoch, *args, **kwargs)
+            finally:
+                hooks.in_epoch = False
+
+        return seeded
 
     def _patch_validation(self, trainer_cls: Any, validator_cls: Any) -> None:
         """Validation errors fail the run.
@@ -330,6 +347,11 @@ class _Hooks:
             f"CUDA out of memory. Tried to allocate 2.00 GiB (injected by fault.oom_at_step={f.oom_at_step}, "
             f"physical_batch={self.physical_batch})"
         )
+
+
+def _epoch_loops(trainer_cls: type) -> list[type]:
+    """The classes in `trainer_cls`'s MRO that define their own `_train_epoch` (BaseTrainer's included)."""
+    return [c for c in trainer_cls.__mro__ if "_train_epoch" in c.__dict__]
 
 
 class Progress:
@@ -390,10 +412,24 @@ class Progress:
 # The run
 
 
+def family_trainer(cls: type) -> tuple[type | None, type | None]:
+    """(trainer class, its config class) LibreYOLO trains the family's detection task with. The config class is the
+    trainer's own (`_config_class()`): `TRAIN_CONFIG` on the model class is None for dfine, ec and yolonas."""
+    trainer = detect_trainer(cls)
+    return trainer, (trainer._config_class() if trainer is not None else getattr(cls, "TRAIN_CONFIG", None))
+
+
 def allowed_override_keys(cls: type) -> set[str]:
-    keys = {f.name for f in dataclasses.fields(cls.TRAIN_CONFIG)} if getattr(cls, "TRAIN_CONFIG", None) else set()
-    keys |= {p for p in inspect.signature(cls.train).parameters if p not in ("self", "kwargs")}
-    return keys
+    return set(override_keys(cls, family_trainer(cls)[1]))
+
+
+def default_no_aug_epochs(cls: type, epochs: int) -> int:
+    """The family's own no-augmentation tail (its config class's `no_aug_epochs`: 15 for yolo9 and yolox, 4 for
+    dfine and ec, 0 for rtdetr and yolonas), cut to a quarter of a short run so that it never covers it all."""
+    config = family_trainer(cls)[1]
+    fields = {f.name: f.default for f in dataclasses.fields(config)} if config is not None else {}
+    default = fields.get("no_aug_epochs", 15)
+    return min(int(default) if isinstance(default, int) else 15, epochs // 4)
 
 
 def _fresh_start(run_dir: Path) -> None:
@@ -433,7 +469,7 @@ class _Run:
         weights = None if resume else spec.init_weights
         model = build_model(spec.family, spec.size, spec.num_classes, spec.device, weights=weights, seed=spec.seed)
         hooks = _Hooks(spec.fault, spec.physical_batch, spec.seed)
-        hooks.install()
+        hooks.install(family_trainer(model_class(spec.family))[0])
         kwargs = self._train_kwargs(data_yaml, overrides, last if resume else None, hooks)
         if spec.cuda_graph:
             _watch_graph_capture()
@@ -451,6 +487,7 @@ class _Run:
         offline_env()
         threads = pin_threads()
         install_atomic_torch_save()
+        install_class_guard(spec.num_classes)  # validation scores only the dataset's classes (RF-DETR's background)
         remove_stale_temps(run_store.weights_dir(run_dir))
         # cache="disk" writes .npy sidecars beside the images it reads: keep them out of the dataset store.
         links = run_dir / "image_links" if spec.cache == "disk" else None
@@ -480,9 +517,9 @@ class _Run:
             eval_interval=spec.eval_interval, patience=spec.patience, ema=spec.ema, amp=amp, amp_dtype=amp_dtype,
             cuda_graph=spec.cuda_graph, cache=spec.cache, max_det=spec.max_det, eval_max_det=spec.eval_max_det,
             project=str(run_dir.parent), name=run_dir.name, exist_ok=True,
-            # Our defaults, overridable: no epoch_N.pt copies; the no-mosaic tail scaled to short runs
-            # (LibreYOLO's 15 would make a 15-epoch run mosaic-free, and YOLOX's LR plateau cover it all).
-            save_period=0, no_aug_epochs=min(15, spec.epochs // 4),
+            # Our defaults, overridable: no epoch_N.pt copies; the family's no-augmentation tail, cut to a quarter
+            # of short runs (yolo9's 15 would make a 15-epoch run mosaic-free, and YOLOX's LR plateau cover it all).
+            save_period=0, no_aug_epochs=default_no_aug_epochs(model_class(spec.family), spec.epochs),
         )
         if spec.lr0 is not None:
             kwargs["lr0"] = spec.lr0
