@@ -204,6 +204,46 @@ def cmd_remove_model(args: argparse.Namespace) -> int:
     return remove_partition("model", args.name, args.purge)
 
 
+def cmd_check_models(args: argparse.Namespace) -> int:
+    """`bench models check MODEL... | --all`: train, kill + resume and predict each on a few mini-tiny images
+    (training/child/family_check.py), with its smoke recipe's image size and train settings."""
+    import tempfile
+
+    from bench_assets.rf100vl.datasets.sources import SourceSpec
+    from bench_assets.rf100vl.datasets.store import materialize_dataset
+    from bench_assets.rf100vl.training.child.family_check import check_family, trimmed_dataset
+    from bench_assets.rf100vl.training.families import families
+    from bench_assets.rf100vl.training.recipes import load_recipe, recipe_path, require_trainable
+    from bench_assets.rf100vl.training.runplan import parse_model
+
+    keys = list(args.models)
+    if args.all:
+        keys += [f"{f}-{next(iter(load_recipe(recipe_path(f, 'smoke')).recipe.sizes))}"
+                 for f, fam in sorted(families().items()) if fam.trainable and recipe_path(f, "smoke").is_file()]
+    if not keys:
+        return fail("name model keys (e.g. dfine-n) or --all")
+    results, work = [], Path(tempfile.mkdtemp(prefix="bench-models-check-"))
+    home = work / "home"
+    full = materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache").path
+    dataset = trimmed_dataset(full, work / "mini-tiny-trimmed")
+    names = [c["name"] for c in sorted(json.loads((dataset / "train" / "_annotations.coco.json").read_text())
+                                       ["categories"], key=lambda c: c["id"])]
+    for key in keys:
+        model = parse_model(key)
+        loaded = require_trainable(load_recipe(recipe_path(model.family, "smoke")))
+        size = loaded.recipe.size(model.size, loaded.path)
+        overrides = {k: v for k, v in loaded.recipe.train.items() if k != "workers"}
+        print(f"checking {key} at {size.imgsz} px ...", file=sys.stderr, flush=True)
+        result = check_family(model.family, model.size, size.imgsz, dataset, names, work / key, overrides)
+        results.append(result)
+        if not args.json:
+            verdict = "ok" if result["ok"] else f"FAILED at {result['failed']}: {result['reason']}"
+            print(f"{key}: {verdict} ({result.get('seconds', '?')} s)")
+    if args.json:
+        print(json.dumps(results, indent=1))
+    return 0 if all(r["ok"] for r in results) else 1
+
+
 def cmd_families(args: argparse.Namespace) -> int:
     """`bench models families [--json] [--live]`: LibreYOLO's detection families and this project's recipes."""
     from bench_assets.rf100vl.training.families import stale_note
@@ -487,6 +527,12 @@ def _models_parser(sub: argparse._SubParsersAction) -> None:
     fm.add_argument("--json", action="store_true", help="one object per family with every field")
     fm.add_argument("--live", action="store_true", help="read the installed libreyolo instead of the snapshot")
     fm.set_defaults(fn=cmd_families)
+    ck = md.add_parser("check", help="train two epochs, kill and resume, predict: each model on a few mini-tiny images "
+                                     "with its smoke recipe (a family that trains here resumes bit for bit)")
+    ck.add_argument("models", nargs="*", help="model keys, e.g. dfine-n rtdetr-r18")
+    ck.add_argument("--all", action="store_true", help="every trainable family's smallest smoke-recipe size")
+    ck.add_argument("--json", action="store_true", help="one object per model")
+    ck.set_defaults(fn=cmd_check_models)
     rm = md.add_parser("remove", help="delete a model partition and its materialization status (files kept unless "
                                       "--purge)")
     rm.add_argument("name", help="model key, e.g. yolo9-t")

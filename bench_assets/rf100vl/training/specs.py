@@ -17,6 +17,7 @@ EXIT_DONE = 0
 EXIT_FAILED = 1
 EXIT_OOM = 86
 EXIT_GRAPH_CAPTURE = 87
+EXIT_KILLED = 137  # what fault.exit_after_epoch exits with: the status of a process killed by SIGKILL
 
 Precision = Literal["fp32", "bf16", "fp16"]
 
@@ -31,6 +32,7 @@ class FaultInjection(_Strict):
     oom_at_step: int | None = None  # raise torch.cuda.OutOfMemoryError at this global optimizer step
     oom_only_if_physical_batch_above: int | None = None  # e.g. only the first (large) batch OOMs
     sleep_per_step_s: float = 0.0  # slow training down so a test can kill it mid-run
+    exit_after_epoch: int | None = None  # end like a kill (os._exit 137) once this epoch's files are written
 
 
 class TrainSpec(_Strict):

@@ -59,24 +59,29 @@ TIMING_IMAGES = 50  # images timed one by one for the inference-cost figures (af
 
 
 def finalize_detections(raw: list[dict[str, Any]], image_ids: set[int], category_ids: set[int],
-                        max_det: int) -> list[dict[str, Any]]:
-    """Check ids, cap per image (highest scores), round boxes to 0.01 px; stable order by image then score."""
+                        max_det: int) -> tuple[list[dict[str, Any]], int]:
+    """Check ids, cap per image (highest scores), round boxes to 0.01 px; stable order by image then score. Returns
+    the detections and how many had an inverted box (a negative width or height, which LibreYOLO's clipping to the
+    image leaves when an untrained DETR predicts a sliver at an edge), written as zero-size boxes: COCO's boxes have
+    no negative sides, and a zero-size box matches nothing, as the sliver did not."""
     per_image: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    inverted = 0
     for d in raw:
         iid, cid = int(d["image_id"]), int(d["category_id"])
         if iid not in image_ids:
             raise ValueError(f"prediction for image_id {iid}, which is not in the split's annotation file")
         if cid not in category_ids:
             raise ValueError(f"prediction with category_id {cid}, which is not in the split's annotation file")
-        x, y, w, h = (float(v) for v in d["bbox"])
-        per_image[iid].append({"image_id": iid, "category_id": cid,
-                               "bbox": [round(x, 2), round(y, 2), round(w, 2), round(h, 2)],
-                               "score": float(d["score"])})
+        x, y, w, h = (round(float(v), 2) for v in d["bbox"])
+        if w < 0 or h < 0:
+            inverted += 1
+            w, h = max(w, 0.0), max(h, 0.0)
+        per_image[iid].append({"image_id": iid, "category_id": cid, "bbox": [x, y, w, h], "score": float(d["score"])})
     out: list[dict[str, Any]] = []
     for iid in sorted(per_image):
         dets = sorted(per_image[iid], key=lambda d: -d["score"])[:max_det]
         out.extend(dets)
-    return out
+    return out, inverted
 
 
 def _percentile(sorted_ms: list[float], q: float) -> float:
@@ -161,7 +166,10 @@ def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int, dict[s
         if DROPPED_OUT_OF_RANGE["detections"]:
             reporter.info(f"dropped {DROPPED_OUT_OF_RANGE['detections']} detections of a class index outside the "
                           f"model's {spec.num_classes} classes (RF-DETR's background column) before writing")
-        dets = finalize_detections(raw, image_ids, category_ids, spec.max_det)
+        dets, inverted = finalize_detections(raw, image_ids, category_ids, spec.max_det)
+        if inverted:
+            reporter.info(f"{inverted} detections had a negative width or height (an inverted box at an image edge); "
+                          "written with that side 0")
         payload = json.dumps(dets, separators=(",", ":")).encode("utf-8")
         atomic_write_bytes(out_path, gzip.compress(payload, compresslevel=6, mtime=0))
         m = {k: metrics.get(k) for k in ("metrics/mAP50", "metrics/mAP50-95") if hasattr(metrics, "get")}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -50,6 +51,7 @@ from bench_assets.rf100vl.training.specs import (
     EXIT_DONE,
     EXIT_FAILED,
     EXIT_GRAPH_CAPTURE,
+    EXIT_KILLED,
     EXIT_OOM,
     EpochRecord,
     FaultInjection,
@@ -275,6 +277,9 @@ class _Hooks:
         trainer_cls._save_checkpoint = save_checkpoint
         for cls in _epoch_loops(family_trainer_cls or trainer_cls):
             cls._train_epoch = self._seeded(cls.__dict__["_train_epoch"])
+        if family_trainer_cls is not None and len(_epoch_loops(family_trainer_cls)) > 1:
+            family_trainer_cls._initialize_scheduler_lr = _resumed_lr_with_group_multipliers(
+                family_trainer_cls._initialize_scheduler_lr)
 
     def _seeded(self, train_epoch: Any) -> Any:
         """Every epoch starts from RNG states that depend only on (seed, epoch): shuffling, mosaic and augmentation
@@ -349,6 +354,25 @@ class _Hooks:
         )
 
 
+def _resumed_lr_with_group_multipliers(initialize: Any) -> Any:
+    """LibreYOLO 1.6.0's D-FINE and DEIM epoch loops set every parameter group's LR to the scheduler's LR times the
+    group's `lr_mult` after each step (backbone groups at 0.5x), but on resume `BaseTrainer._initialize_scheduler_lr`
+    sets the plain scheduler LR on every group: the resumed run's first step trained the backbone at twice the LR the
+    uninterrupted run used, and the two runs parted (`bench models check deimv2-atto`). On resume, apply the
+    multipliers as the loop would have; a fresh start is left as LibreYOLO has it."""
+
+    def initialize_scheduler_lr(trainer: Any) -> None:
+        initialize(trainer)
+        start = getattr(trainer, "start_epoch", 0)
+        if not start or trainer.optimizer is None or trainer.lr_scheduler is None:
+            return
+        base_lr = trainer.lr_scheduler.update_lr(start * trainer._scheduler_steps_per_epoch())
+        for group in trainer.optimizer.param_groups:
+            group["lr"] = base_lr * group.get("lr_mult", 1.0)
+
+    return initialize_scheduler_lr
+
+
 def _epoch_loops(trainer_cls: type) -> list[type]:
     """The classes in `trainer_cls`'s MRO that define their own `_train_epoch` (BaseTrainer's included)."""
     return [c for c in trainer_cls.__mro__ if "_train_epoch" in c.__dict__]
@@ -374,6 +398,8 @@ class Progress:
 
     def on_train_epoch_end(self, event: Any) -> None:
         self.hooks.flush_save()  # metrics.jsonl already has this epoch's row (see _Hooks)
+        if self.hooks.fault.exit_after_epoch == int(event.epoch):
+            os._exit(EXIT_KILLED)  # a kill right after an epoch's files landed: nothing else runs, no result.json
         now = time.monotonic()
         self.wall.append(now - self.t_last)
         self.t_last = now
