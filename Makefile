@@ -9,7 +9,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 2  # pytest-xdist workers for `make test` (the servers and training children wait a lot)
 
-.PHONY: setup demo test test-fast ui benchmarks lint mutation
+.PHONY: setup demo test test-fast ui benchmarks lint mutation family-check
 
 setup:
 	@scripts/bootstrap.sh
@@ -34,6 +34,9 @@ benchmarks: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+
+family-check: setup  # every trainable family's smoke size: train, kill + resume bit for bit, predict (docs/models.md)
+	$(VENV)/bin/bench models check --all
 
 mutation: setup  # mutmut over the pure modules (slow, not in CI): docs/testing.md lists the survivors
 	@scripts/mutation.sh
