@@ -43,7 +43,7 @@ SCHEMA = {
         config=obj(batch_size=INT, input_size=INT, conf=F, iou=F, max_det=INT),
         hardware=obj(gpu=S, gpu_memory_gb={"type": ["number", "null"]}, driver_version=S, cuda_version=S, cpu=S,
                      cpu_cores=INT, ram_gb=INT, id=S),
-        software=obj(python=S, torch=S, libreyolo=S, libreyolo_commit=S, libreyolo_dirty=S, onnxruntime=S,
+        software=obj(python=S, torch=S, libreyolo=S, libreyolo_commit=S, libreyolo_dirty=BN, onnxruntime=S,
                      onnx=S, tensorrt=S),
         accuracy=ACCURACY,
         timing=obj(batch_size=INT, num_images=INT,

@@ -103,6 +103,17 @@ def test_real_disagreements_are_refused_with_field_and_values(edit, message: str
         check_imported(doc, "published.json")
 
 
+@pytest.mark.parametrize("dirty", [None, True, False])
+def test_libreyolo_dirty_may_be_null_or_a_boolean_wherever_the_harness_writes_it(dirty: bool | None) -> None:
+    """Genuine published files write `software.libreyolo_dirty: null` (a field list of ours once said str) and the
+    benchmark block's `libreyolo_dirty` as a boolean or null: each imports with the reasons of the file as published."""
+    _, expected = check_imported(_published(), "published.json")
+    doc = _published()
+    doc["software"]["libreyolo_dirty"] = dirty
+    doc["benchmark"]["libreyolo_dirty"] = dirty
+    assert check_imported(doc, "published.json")[1] == expected
+
+
 def test_a_file_locked_at_other_versions_imports_but_is_not_a_valid_entry() -> None:
     doc = _published()
     doc["repro"]["dataset"]["versions"]["datasets"]["actions"]["version_id"] = 7

@@ -68,7 +68,7 @@ def main() -> None:
                      "cuda_version": "12.4", "cpu": "AMD EPYC 9654 96-Core Processor", "cpu_cores": 192,
                      "ram_gb": 1511, "id": "nvidia-h100-80gb-hbm3"},
         "software": {"python": "3.11.9", "torch": "2.14.1", "libreyolo": "1.6.0", "libreyolo_commit": "5f0c2a9d",
-                     "libreyolo_dirty": "False", "onnxruntime": "not-installed", "onnx": "not-installed",
+                     "libreyolo_dirty": None, "onnxruntime": "not-installed", "onnx": "not-installed",
                      "tensorrt": "not-installed"},
         "accuracy": {"mAP_50_95": mean("mAP_50_95"), "mAP_50": mean("mAP_50"), "mAP_75": mean("mAP_75"),
                      "mAP_small": 0.2113, "mAP_medium": 0.3902, "mAP_large": 0.5217, "AR1": 0.3011, "AR10": 0.4902,
