@@ -69,7 +69,8 @@ def software_block(python: str, versions: dict[str, str]) -> dict[str, Any]:
     for name in SOFTWARE_PACKAGES:
         v = versions.get(name)
         out[name] = v if v and v != "not installed" else "not-installed"
-    out["libreyolo_commit"], out["libreyolo_dirty"] = "unknown", None  # a pip install has no commit (null as in genuine files)
+    # A pip install has no commit; genuine published files write dirty as null too.
+    out["libreyolo_commit"], out["libreyolo_dirty"] = "unknown", None
     return out
 
 
