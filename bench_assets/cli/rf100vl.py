@@ -598,7 +598,51 @@ def _results_parsers(sub: argparse._SubParsersAction) -> None:
     sub.add_parser("score", help="score a COCO predictions file: bench score GT PRED [--backend] [--max-det]")
 
 
+def cmd_weights_import(args: argparse.Namespace) -> int:
+    from bench_assets.rf100vl.training.pretrained import PretrainedError, import_weights
+
+    try:
+        lock = import_weights(bench_home_path(), args.model, Path(args.path), name=args.name)
+    except (PretrainedError, ValueError) as exc:
+        return fail(str(exc))
+    print(f"{args.model}: {lock['name']} sha256 {lock['sha256']} ({lock['params'] / 1e6:.2f} M parameters; "
+          f"{lock['loaded_tensors']} of {lock['model_tensors']} tensors load, the whole {lock['backbone']})")
+    return 0
+
+
+def cmd_weights_list(args: argparse.Namespace) -> int:
+    from bench_assets.rf100vl.training.pretrained import list_locks
+
+    locks = list_locks(bench_home_path())
+    if args.json:
+        print(json.dumps(locks, indent=1))
+        return 0
+    for lock in locks:
+        src = lock["source"]
+        where = src.get("path") or f"{src.get('repo')}@{src.get('commit') or src.get('revision')}"
+        print(f"{lock['model']:<16} {lock['name']:<24} {lock['sha256'][:16]}  {lock['params'] / 1e6:7.2f} M  "
+              f"{lock['loaded_tensors']}/{lock['model_tensors']} tensors  {src['kind']}: {where}")
+    if not locks:
+        print("(no pretrained weights yet: `bench weights import PATH --model KEY`)")
+    return 0
+
+
+def _weights_parser(sub: argparse._SubParsersAction) -> None:
+    wt = sub.add_parser("weights", help="pretrained weights the models fine-tune from").add_subparsers(
+        dest="weights_command", required=True)
+    im = wt.add_parser("import", help="check a local weights file against a model key and store it as that model's "
+                                      "starting point")
+    im.add_argument("path", help="a LibreYOLO .pt checkpoint")
+    im.add_argument("--model", required=True, help="model key, e.g. yolo9-t")
+    im.add_argument("--name", help="the name runs record (default: the file's name), e.g. LibreYOLO9t.pt")
+    im.set_defaults(fn=cmd_weights_import)
+    ls = wt.add_parser("list", help="the stored pretrained weights, each with its sha256")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(fn=cmd_weights_list)
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    """The family's verbs: datasets, models, train, campaign, plan, status, submission, publish, rescore, score."""
-    for add in (_datasets_parser, _models_parser, _campaign_parsers, _results_parsers):
+    """The family's verbs: datasets, models, weights, train, campaign, plan, status, submission, publish, rescore,
+    score."""
+    for add in (_datasets_parser, _models_parser, _weights_parser, _campaign_parsers, _results_parsers):
         add(sub)
