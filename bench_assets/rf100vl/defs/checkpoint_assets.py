@@ -22,6 +22,7 @@ from bench_assets.rf100vl.scoring import sanity
 from bench_assets.rf100vl.training import run_store
 from bench_assets.rf100vl.training.launcher import log_tail, run_child
 from bench_assets.rf100vl.training.models import model_recipe
+from bench_assets.rf100vl.training.pretrained import starting_point
 from bench_assets.rf100vl.training.recipes import RecipeError, recipe_names, require_trainable
 from bench_assets.rf100vl.training.specs import TrainSpec
 from bench_assets.rf100vl.training.train_run import (
@@ -111,6 +112,7 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointRunConfig, h
         override = "" if config.recipe == RecipeChoice["registered"] else config.recipe.value
         model, recipe = model_recipe(home.path, model_key, override)
         require_trainable(recipe)  # the installed LibreYOLO can train this family, size and image size
+        init = starting_point(home.path, model_key, recipe.recipe.pretrained.get(model.size))
     except (RecipeError, ValueError) as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None
     if not recipe.recipe.conformant:
@@ -129,7 +131,7 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointRunConfig, h
                          f"{lane.cuda_visible_devices!r}, {lane.threads} thread(s)")
         req = TrainRequest(model=model, recipe=recipe, dataset=record, runs_dir=run_store.runs_root(home.path),
                            device=lane.device, timeout_s=config.timeout_minutes * 60, force=config.force,
-                           fault=fault, lane=lane.index)
+                           fault=fault, lane=lane.index, init_weights=init)
 
         def launch(spec_path: Path, run_dir: Path, spec: TrainSpec):  # noqa: ANN202
             outcome = run_child(context, TRAIN_CHILD, spec_path, env=lane.child_env(), timeout_s=req.timeout_s,

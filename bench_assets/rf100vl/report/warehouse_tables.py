@@ -57,6 +57,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "amp": "BOOLEAN", "wall_seconds": "DOUBLE", "resumed": "BOOLEAN", "train_images": "BIGINT",
         "max_annotations_per_image": "BIGINT", "best_checkpoint": "VARCHAR", "best_checkpoint_sha256": "VARCHAR",
         "started": "VARCHAR", "finished": "VARCHAR", "run_dir": "VARCHAR", "worker": "VARCHAR", "device": "VARCHAR",
+        "init_weights": "VARCHAR", "init_weights_sha256": "VARCHAR",  # NULL: trained from scratch
     },
     "epochs": {
         "model": "VARCHAR", "dataset": "VARCHAR", "run_signature": "VARCHAR", "epoch": "BIGINT",
@@ -192,6 +193,8 @@ def _run_rows(home: Path) -> pd.DataFrame:
             "started": st["started"], "finished": st["finished"], "run_dir": str(run_dir),
             "worker": st.get("worker"),  # runs trained before the cluster existed have none
             "device": (st.get("device") or {}).get("device"),  # "cpu" on a CPU lane, a CUDA device otherwise
+            "init_weights": (st.get("init_weights") or {}).get("name"),
+            "init_weights_sha256": (st.get("init_weights") or {}).get("sha256"),
         })
     return pd.DataFrame(rows)
 

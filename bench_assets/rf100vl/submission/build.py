@@ -165,10 +165,13 @@ class _CampaignScores:
     hardware: dict[str, Any] = field(default_factory=dict)  # device and precision of the last run with stats
     trained_with: dict[str, set[str]] = field(default_factory=dict)  # package -> the versions runs recorded
     unrecorded: list[str] = field(default_factory=list)  # datasets whose run recorded no library versions
+    init_weights: set[tuple[str, str]] = field(default_factory=set)  # (name, sha256) runs started from; "" scratch
 
     def note_run_stats(self, stats: dict[str, Any]) -> None:
-        """Fold in one training run's recipe conformance, device, precision and library versions."""
+        """Fold in one training run's recipe conformance, starting weights, device, precision and library versions."""
         self.conformant = self.conformant and bool(stats["recipe"]["conformant"])
+        init = stats.get("init_weights") or {}
+        self.init_weights.add((init.get("name", ""), init.get("sha256", "")))
         self.nonconformities.update(stats["recipe"].get("nonconformities") or [])
         self.hardware = {"device": stats["device"]["device"],
                          "amp_dtype": (stats.get("precision") or {}).get("amp_dtype")}
@@ -287,6 +290,9 @@ def _campaign_reasons(scores: _CampaignScores, settings: dict[str, set[Any]], n_
     reasons += [f"conf {c}, the protocol requires {CONF}" for c in sorted(settings["conf"]) if abs(c - CONF) > 1e-12]
     if scores.stale:
         reasons.append(f"dataset versions differ from the stored lock: {', '.join(scores.stale)}")
+    if len(scores.init_weights) > 1:
+        reasons.append("the runs started from different weights: " + ", ".join(
+            f"{name or 'scratch'} {sha[:12]}".strip() for name, sha in sorted(scores.init_weights)))
     if len(scores.recipe_shas) > 1:
         reasons.append("mixed recipe hashes across datasets: "
                        f"{', '.join(sorted(s[:12] for s in scores.recipe_shas))}")
@@ -403,6 +409,11 @@ def _rf100vl_block(home: Path, model: str, scores: _CampaignScores, versions_sha
     }
 
 
+def _init_weights(scores: _CampaignScores) -> tuple[str, str] | None:
+    """The (name, sha256) every run started from, None when they differ or none was recorded; ("", "") scratch."""
+    return next(iter(scores.init_weights)) if len(scores.init_weights) == 1 else None
+
+
 def _identity(model: str, scores: _CampaignScores, wanted: list[str], imgsz: int | None) -> dict[str, Any]:
     """`model`, `dataset`, `config`, `eval` blocks: what was evaluated, on what, with which settings."""
     key = parse_model(model)
@@ -410,7 +421,7 @@ def _identity(model: str, scores: _CampaignScores, wanted: list[str], imgsz: int
     num_images = sum(r["num_images"] for r in scores.rows)
     split = sorted(settings["split"])[0]
     return {
-        "model": shape.model_block(model, key.family, key.size, imgsz),
+        "model": shape.model_block(model, key.family, key.size, imgsz, _init_weights(scores)),
         "dataset": {"id": shape.BENCHMARK_ID, "split": split, "num_images": num_images,
                     "num_datasets": len(scores.rows), "num_datasets_discovered": len(wanted),
                     "num_datasets_selected": len(wanted)},

@@ -48,9 +48,14 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
 
 
-def model_block(model: str, family: str, size: str, input_size: int | None) -> dict[str, Any]:
+def model_block(model: str, family: str, size: str, input_size: int | None,
+                init_weights: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The published `model` block: `weights` is the file the runs fine-tuned from, as the harness writes it
+    (`LibreYOLO9t.pt`); our hash of it goes under our own key, `init_weights_sha256`."""
+    name, sha = init_weights or ("", "")
+    weights = name or ("none (trained from scratch)" if init_weights else "mixed (see the runs' stats.json)")
     return {"id": f"{family}{size}", "name": model, "family": family, "variant": size, "source": "libreyolo",
-            "weights": "per-dataset checkpoints (best.pt)", "input_size": input_size}
+            "weights": weights, "input_size": input_size, "init_weights_sha256": sha or None}
 
 
 def hardware_block(facts: dict[str, Any]) -> dict[str, Any]:

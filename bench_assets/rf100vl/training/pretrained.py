@@ -133,3 +133,24 @@ def import_weights(home: Path, model_key: str, path: Path, *, name: str | None =
             "imported_at": datetime.now(UTC).isoformat(timespec="seconds")}
     atomic_write_json(dest / LOCK_FILE, lock)
     return lock
+
+
+def starting_point(home: Path, model_key: str, ref: Any | None) -> dict[str, Any] | None:
+    """What a run of `model_key` starts from: the stored weights (name, sha256, source, local path) when its recipe
+    names weights (`ref`, a recipes.PretrainedRef) and any are stored, None when the recipe names none.
+    PretrainedError when the recipe names weights and none are stored, or the stored file is not the one locked: a
+    campaign must not spend GPU hours training from scratch by accident."""
+    if ref is None:
+        return None
+    lock = read_lock(home, model_key)
+    path = weights_path(home, model_key)
+    if lock is None or not path.is_file():
+        raise PretrainedError(f"the recipe starts {model_key} from {ref.name} ({ref.repo}) but no pretrained weights "
+                              f"are stored under {model_dir(home, model_key)}; fix: `bench weights import FILE "
+                              f"--model {model_key} --name {ref.name}` (or materialize rf100vl/pretrained)")
+    with path.open("rb") as fh:
+        sha = hashlib.file_digest(fh, "sha256").hexdigest()
+    if sha != lock["sha256"]:
+        raise PretrainedError(f"{path}: sha256 {sha} is not the {lock['sha256']} its lock records (the file changed "
+                              f"after import); fix: import the weights again")
+    return {"name": lock["name"], "sha256": sha, "source": lock["source"], "path": str(path)}

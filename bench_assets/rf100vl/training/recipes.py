@@ -71,10 +71,19 @@ class Source(_Strict):
     values: dict[str, str] = {}
 
 
+class PretrainedRef(_Strict):
+    """The published weights a size fine-tunes from (LibreYOLO's naming, `bench models families`)."""
+    name: str  # the file name runs record and the submission states, e.g. LibreYOLO9t.pt
+    repo: str  # the Hugging Face repository, e.g. LibreYOLO/LibreYOLO9t
+    revision: str = "main"  # what to fetch; the commit it resolved to is locked when the weights are acquired
+
+
 class Recipe(_Strict):
     family: str
     protocol: Protocol
     sizes: dict[str, SizeRecipe]
+    # The protocol fine-tunes COCO-pretrained weights: per size, the weights a run starts from.
+    pretrained: dict[str, PretrainedRef] = {}
     train: dict[str, float | int | str | bool | None] = {}
     dense_oom_fallback: DenseFallback
     source: Source
@@ -96,7 +105,12 @@ class Recipe(_Strict):
 
     def nonconformities(self) -> list[str]:
         got = self.protocol.model_dump()
-        return [f"protocol.{k} is {got[k]!r}, the protocol requires {v!r}" for k, v in PROTOCOL.items() if got[k] != v]
+        out = [f"protocol.{k} is {got[k]!r}, the protocol requires {v!r}" for k, v in PROTOCOL.items() if got[k] != v]
+        unstarted = [s for s in self.sizes if s not in self.pretrained]
+        if unstarted:
+            out.append(f"pretrained names no weights for {', '.join(unstarted)}: the protocol fine-tunes "
+                       "COCO-pretrained weights, a run from scratch is not comparable with published rows")
+        return out
 
     def size(self, size: str, path: Path | str = "recipe") -> SizeRecipe:
         if size not in self.sizes:

@@ -65,6 +65,21 @@ class TrainRequest:
     epochs_override: int | None = None  # only for tests; recorded in the signature via `epochs`
     fault: dict[str, Any] | None = None
     lane: int | None = None  # recorded in stats.json (which lane of the box trained it)
+    # The weights the run starts from (training/pretrained.py's lock: name, sha256, source, plus the local path);
+    # None trains from scratch.
+    init_weights: dict[str, Any] | None = None
+
+
+def init_problems(recipe: LoadedRecipe, size: str, init: dict[str, Any] | None) -> list[str]:
+    """Why a run of `size` starting from `init` does not start where the recipe says (empty when it does)."""
+    ref = recipe.recipe.pretrained.get(size)
+    if ref is None:
+        return []  # the recipe's own nonconformity says it names no weights
+    if init is None:
+        return [f"trained from scratch, the recipe starts {size} from {ref.name}"]
+    if init["name"] != ref.name:
+        return [f"started from {init['name']} (sha256 {init['sha256'][:16]}), the recipe names {ref.name}"]
+    return []
 
 
 def _now() -> str:
@@ -82,6 +97,8 @@ def plan_run(req: TrainRequest, variant: RunVariant) -> tuple[dict[str, Any], st
         dataset_lock_sha256=sha256_of(req.dataset.path / "lock.json"),
         train_annotations_sha256=lock["splits"]["train"]["annotations_sha256"], variant=variant, epochs=epochs,
         imgsz=size.imgsz, precision=precision, max_det=500, eval_max_det=500)
+    if req.init_weights is not None:  # a run from scratch keeps the signature it always had
+        fields["init_weights_sha256"] = req.init_weights["sha256"]
     signature = run_signature(fields)
     run_dir = run_store.signature_dir(req.runs_dir, req.model.key, req.dataset.name, signature)
     spec = TrainSpec(
@@ -93,6 +110,7 @@ def plan_run(req: TrainRequest, variant: RunVariant) -> tuple[dict[str, Any], st
         ema=r.protocol.ema, precision=precision, cuda_graph=r.protocol.cuda_graph and req.device != "cpu",
         cache=r.protocol.cache, max_det=500, eval_max_det=500,
         train_overrides={k: v for k, v in r.train.items() if k != "workers"}, fault=req.fault or {},
+        init_weights=req.init_weights["path"] if req.init_weights else None,
     )
     return fields, signature, run_dir, spec
 
@@ -105,6 +123,7 @@ def _status(run_dir: Path, signature: str, state: str, **extra: Any) -> None:
 def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: RunVariant, result: TrainResult,
            started: str, resumed: bool) -> dict[str, Any]:
     m = req.dataset.manifest
+    init = init_problems(req.recipe, req.model.size, req.init_weights)
     best = Path(result.best_checkpoint) if result.best_checkpoint else None
     if best is None or not best.is_file():
         raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: the child reported no best checkpoint")
@@ -114,9 +133,12 @@ def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: R
         "capabilities": {"libreyolo": _version("libreyolo"), "torch": _version("torch")},
         "seed": req.recipe.recipe.protocol.seed,
         "precision": fields["precision"],
+        # The run's conformance: the recipe's, and whether the run started from the weights the recipe names.
         "recipe": {"file": req.recipe.path, "sha256": req.recipe.sha256,
-                   "conformant": req.recipe.recipe.conformant,
-                   "nonconformities": req.recipe.recipe.nonconformities()},
+                   "conformant": req.recipe.recipe.conformant and not init,
+                   "nonconformities": req.recipe.recipe.nonconformities() + init},
+        "init_weights": ({k: req.init_weights[k] for k in ("name", "sha256", "source")} if req.init_weights
+                         else None),
         "run_signature": signature, "signature_fields": fields,
         "batch": {"physical": variant.physical_batch, "effective": variant.effective_batch,
                   "accumulation": variant.accumulation},
