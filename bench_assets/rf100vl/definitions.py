@@ -8,7 +8,12 @@ from bench_assets.platform.contribution import FamilyContribution
 from bench_assets.platform.report_pages import Page
 from bench_assets.rf100vl.campaign.priority import run_priority
 from bench_assets.rf100vl.defs.campaign_view import campaign_status
-from bench_assets.rf100vl.defs.checkpoint_assets import checkpoint, labels_reached_loss, training_finished
+from bench_assets.rf100vl.defs.checkpoint_assets import (
+    checkpoint,
+    labels_reached_loss,
+    pretrained_weights_loaded,
+    training_finished,
+)
 from bench_assets.rf100vl.defs.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.defs.dataset_checks import catalog_checks, dataset_checks
 from bench_assets.rf100vl.defs.jobs import JOBS
@@ -29,8 +34,8 @@ from resources.gpu_lanes import GpuLanes
 
 defs = dg.Definitions(
     assets=[catalog, dataset, checkpoint, predictions, scores, submission, campaign_status],
-    asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, training_finished, predicted_classes_exist,
-                  score_well_formed],
+    asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, pretrained_weights_loaded, training_finished,
+                  predicted_classes_exist, score_well_formed],
     jobs=list(JOBS),
     sensors=[inbox_sensor, rescore_on_scoring_change, rf100vl_partition_guard,
              dg.AutomationConditionSensorDefinition(  # the campaign view refreshes itself when a score lands

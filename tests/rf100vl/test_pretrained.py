@@ -198,7 +198,9 @@ def test_a_run_fine_tuned_from_imported_weights_records_them_everywhere(ours: di
     req = TrainRequest(model=model, recipe=recipe, dataset=ours["record"], runs_dir=home / "runs", init_weights=init)
     out = train_partition(req, _launch)
     st = out.stats
+    load = st["init_weights"].pop("load")
     assert st["init_weights"] == {"name": "LibreYOLO9t.pt", "sha256": lock["sha256"], "source": lock["source"]}
+    assert load["backbone_loaded"] == load["backbone_tensors"] == 570 and load["loaded_tensors"] > 1300
     assert st["signature_fields"]["init_weights_sha256"] == lock["sha256"]
     assert json.loads((out.run_dir / "train_spec.json").read_text())["init_weights"] == str(weights_path(home,
                                                                                                           "yolo9-t"))
@@ -213,3 +215,55 @@ def test_a_run_fine_tuned_from_imported_weights_records_them_everywhere(ours: di
     assert scratch.run_dir != out.run_dir and scratch.stats["init_weights"] is None
     assert "trained from scratch, the recipe starts t from LibreYOLO9t.pt" in scratch.stats["recipe"]["nonconformities"]
     assert scratch.stats["recipe"]["conformant"] is False
+
+
+def _stats_with(load: dict[str, Any] | None) -> dict[str, Any]:
+    return {"init_weights": {"name": "LibreYOLO9t.pt", "sha256": "ab" * 32, "load": load}}
+
+
+LOAD = {"file_tensors": 1338, "model_tensors": 1338, "loaded_tensors": 1332, "backbone": "backbone",
+        "backbone_tensors": 570, "backbone_loaded": 570}
+
+
+def test_the_weights_loaded_check_passes_a_whole_load_and_names_what_did_not_load() -> None:
+    from bench_assets.rf100vl.scoring.sanity import weights_loaded
+
+    assert weights_loaded("p", {"init_weights": None}).passed
+    ok = weights_loaded("p", _stats_with(LOAD))
+    assert ok.passed and ok.description == "p: started from LibreYOLO9t.pt: 1332 of 1338 tensors, the whole backbone"
+    bad = weights_loaded("p", _stats_with({**LOAD, "loaded_tensors": 0, "backbone_loaded": 0}))
+    assert not bad.passed and bad.description == (
+        "p: the run did not start from LibreYOLO9t.pt: only 0 of the 570 tensors of its backbone hold the file's "
+        "values; only 0 of its 1338 tensors do (0% < 90%): LibreYOLO loaded the file non-strictly and trained the "
+        "rest from random weights (another family's or size's file?)")
+    assert not weights_loaded("p", _stats_with({**LOAD, "backbone_loaded": 569})).passed
+    assert not weights_loaded("p", _stats_with({**LOAD, "loaded_tensors": 1200})).passed
+    assert not weights_loaded("p", _stats_with(None)).passed  # given weights, but nothing measured
+
+
+@pytestmark_real
+def test_a_run_given_another_familys_bare_weights_trains_but_fails_the_weights_loaded_check(
+        ours: dict[str, Any], tmp_path: Path) -> None:
+    """The planted defect: yolox-n's state dict without its metadata, handed to yolo9-t. LibreYOLO loads it
+    non-strictly (a warning in its log) and trains yolo9-t from random weights; the check names it."""
+    import torch
+
+    from bench_assets.rf100vl.scoring.sanity import weights_loaded
+    from bench_assets.rf100vl.training.models import model_recipe
+    from bench_assets.rf100vl.training.train_run import TrainRequest, train_partition
+
+    bare = tmp_path / "LibreYOLO9t.pt"
+    torch.save(torch.load(ours["files"]["yolox"], map_location="cpu", weights_only=False)["model"], bare)
+    doc = json.loads(recipe_path("yolo9", "smoke").read_text())
+    doc["protocol"]["epochs"], doc["sizes"]["t"]["imgsz"] = 1, 128
+    recipe_file = tmp_path / "yolo9.json"
+    recipe_file.write_text(json.dumps(doc))
+    model, recipe = model_recipe(ours["home"], "yolo9-t", str(recipe_file))
+    init = {"name": bare.name, "sha256": hashlib.sha256(bare.read_bytes()).hexdigest(), "source": {"kind": "file"},
+            "path": str(bare)}
+    out = train_partition(TrainRequest(model=model, recipe=recipe, dataset=ours["record"],
+                                       runs_dir=tmp_path / "runs", init_weights=init), _launch)
+    load = out.stats["init_weights"]["load"]
+    assert (load["loaded_tensors"], load["backbone_loaded"]) == (0, 0) and load["backbone_tensors"] == 570
+    finding = weights_loaded("yolo9-t/mini-tiny", out.stats)
+    assert not finding.passed and "only 0 of the 570 tensors of its backbone" in finding.description

@@ -192,6 +192,22 @@ def labels_reached_loss(context: dg.AssetCheckExecutionContext, config: LabelsRe
 
 
 @dg.asset_check(asset=checkpoint, partitions_def=dataset_model_partitions, blocking=False,
+                description="Pretrained weights loaded: a run given init weights has its whole backbone and at least "
+                            "90% of its tensors holding the file's values once LibreYOLO loaded it (it loads "
+                            "non-strictly, so another family's or size's file would silently train from random "
+                            "weights).")
+def pretrained_weights_loaded(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
+    ds_name, model_key = split_key(context)
+    partition = f"{model_key}/{ds_name}"
+    run = run_store.current_run(home.path, model_key, ds_name)
+    if run is None:
+        return check_result(Finding(False, f"{partition}: no finished training run to judge"))
+    finding = sanity.weights_loaded(partition, run[1])
+    finding.facts["run_dir"] = str(run[0])
+    return check_result(finding)
+
+
+@dg.asset_check(asset=checkpoint, partitions_def=dataset_model_partitions, blocking=False,
                 description="Training finished: the current run trained every planned epoch (fewer only with early "
                             "stopping) and, for a conformant recipe, left valid mAP50-95 above zero.")
 def training_finished(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:

@@ -195,6 +195,35 @@ def predicted_classes_exist(partition: str, dets: Any, categories: Sequence[dict
         f"split does not have: {listed}; the test split's category ids are {ids[:50]}"), rows, facts)
 
 
+def weights_loaded(partition: str, stats: dict[str, Any], min_share: float = 0.9) -> Finding:
+    """Fail when a run given init weights did not start from them: its backbone not wholly loaded, or under
+    `min_share` of the model's tensors holding the file's values (stats.json `init_weights.load`, measured by the
+    training child after LibreYOLO loaded the file, which it does non-strictly when the class count differs)."""
+    init = stats.get("init_weights")
+    if not init:
+        return Finding(True, f"{partition}: trained from scratch (no init weights to load); the run's conformance "
+                             "says whether its recipe allowed that")
+    load = init.get("load")
+    facts = {"init_weights": init.get("name"), "init_weights_sha256": init.get("sha256"), **(load or {})}
+    if not load:
+        return Finding(False, f"{partition}: the run started from {init.get('name')} but recorded no count of the "
+                              "tensors that loaded; retrain it to measure", facts=facts)
+    problems = []
+    if load["backbone_loaded"] < load["backbone_tensors"]:
+        problems.append(f"only {load['backbone_loaded']} of the {load['backbone_tensors']} tensors of its "
+                        f"{load['backbone']} hold the file's values")
+    share = load["loaded_tensors"] / load["model_tensors"] if load["model_tensors"] else 0.0
+    if share < min_share:
+        problems.append(f"only {load['loaded_tensors']} of its {load['model_tensors']} tensors do "
+                        f"({share:.0%} < {min_share:.0%})")
+    if problems:
+        return Finding(False, f"{partition}: the run did not start from {init.get('name')}: " + "; ".join(problems)
+                       + ": LibreYOLO loaded the file non-strictly and trained the rest from random weights (another "
+                         "family's or size's file?)", facts=facts)
+    return Finding(True, f"{partition}: started from {init.get('name')}: {load['loaded_tensors']} of "
+                         f"{load['model_tensors']} tensors, the whole {load['backbone']}", facts=facts)
+
+
 def training_finished(partition: str, stats: dict[str, Any]) -> Finding:
     """The current run trained every planned epoch (fewer only with early stopping, `patience` > 0), and a
     conformant recipe left a model with valid mAP50-95 above zero: a full protocol run that learned nothing is a

@@ -7,6 +7,7 @@
         child.log                               the child's output
         bench_status.json                       this platform's state of the run (LibreYOLO writes its own status.json)
         result.json                             what the child hands back (epochs, losses, selection)
+        init_load.json                          how much of the init weights loaded (kept across a resume)
         stats.json                              the run's record once finished (what every reader reads)
         weights/{best,last}.pt                  the selected checkpoint and the resume state
 
@@ -29,6 +30,7 @@ SIGNATURE_FILE = "signature.json"
 CHILD_LOG = "child.log"
 STATUS_FILE = "bench_status.json"  # LibreYOLO writes its own status.json in the run dir
 RESULT_FILE = "result.json"
+INIT_LOAD_FILE = "init_load.json"
 STATS_FILE = "stats.json"
 WEIGHTS_DIR = "weights"
 BEST_WEIGHTS = "best.pt"
@@ -88,6 +90,10 @@ def current_stats(home: Path, model_key: str, dataset: str) -> dict[str, Any] | 
 
 def stats_path(run_dir: Path) -> Path:
     return run_dir / STATS_FILE
+
+
+def init_load_path(run_dir: Path) -> Path:
+    return run_dir / INIT_LOAD_FILE
 
 
 def result_path(run_dir: Path) -> Path:

@@ -137,8 +137,8 @@ def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: R
         "recipe": {"file": req.recipe.path, "sha256": req.recipe.sha256,
                    "conformant": req.recipe.recipe.conformant and not init,
                    "nonconformities": req.recipe.recipe.nonconformities() + init},
-        "init_weights": ({k: req.init_weights[k] for k in ("name", "sha256", "source")} if req.init_weights
-                         else None),
+        "init_weights": ({**{k: req.init_weights[k] for k in ("name", "sha256", "source")},
+                          "load": result.init_load} if req.init_weights else None),
         "run_signature": signature, "signature_fields": fields,
         "batch": {"physical": variant.physical_batch, "effective": variant.effective_batch,
                   "accumulation": variant.accumulation},

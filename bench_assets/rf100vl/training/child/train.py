@@ -47,6 +47,7 @@ from bench_assets.rf100vl.training.child.common import (
     write_data_yaml,
 )
 from bench_assets.rf100vl.training.child.families import detect_trainer, override_keys
+from bench_assets.rf100vl.training.child.weights import loaded_from
 from bench_assets.rf100vl.training.specs import (
     EXIT_DONE,
     EXIT_FAILED,
@@ -461,7 +462,7 @@ def default_no_aug_epochs(cls: type, epochs: int) -> int:
 def _fresh_start(run_dir: Path) -> None:
     """A non-resumed run starts clean: stale checkpoints/metrics of an earlier attempt must not leak in."""
     for p in [*run_store.weights_dir(run_dir).glob("*.pt"), run_dir / METRICS_FILE, run_dir / "results.csv",
-              run_dir / "summary.json", run_store.result_path(run_dir)]:
+              run_dir / "summary.json", run_store.result_path(run_dir), run_store.init_load_path(run_dir)]:
         p.unlink(missing_ok=True)
 
 
@@ -472,6 +473,7 @@ class _Run:
         self.run_dir = Path(spec.run_dir).resolve()
         self.accumulation = max(1, round(spec.effective_batch / spec.physical_batch))
         self.resumed_from: int | None = None
+        self.init_load: dict[str, Any] | None = None  # TrainResult.init_load
 
     def execute(self) -> str:
         spec, run_dir, log = self.spec, self.run_dir, self.reporter.info
@@ -494,6 +496,12 @@ class _Run:
         overrides = _checked_overrides(spec)
         weights = None if resume else spec.init_weights
         model = build_model(spec.family, spec.size, spec.num_classes, spec.device, weights=weights, seed=spec.seed)
+        if weights is not None:
+            load = self.init_load = loaded_from(model.model, Path(weights))
+            atomic_write_json(run_store.init_load_path(run_dir), load)  # a resumed run reports it too
+            log(f"init weights {weights}: {load['loaded_tensors']} of the model's {load['model_tensors']} tensors "
+                f"hold the file's values ({load['backbone_loaded']} of {load['backbone_tensors']} in its "
+                f"{load['backbone']})")
         hooks = _Hooks(spec.fault, spec.physical_batch, spec.seed)
         hooks.install(family_trainer(model_class(spec.family))[0])
         kwargs = self._train_kwargs(data_yaml, overrides, last if resume else None, hooks)
@@ -642,7 +650,10 @@ def main(argv: list[str] | None = None) -> int:
                              resumed_from_epoch=run.resumed_from, accumulation=run.accumulation,
                              message=f"{message}; result assembly failed: {type(exc).__name__}: {exc}")
         code = EXIT_FAILED if code == EXIT_DONE else code
-    result = result.model_copy(update=_device_facts(spec))
+    init_load = run.init_load
+    if init_load is None and run_store.init_load_path(run_dir).is_file():  # resumed: loaded by an earlier attempt
+        init_load = json.loads(run_store.init_load_path(run_dir).read_text())
+    result = result.model_copy(update={**_device_facts(spec), "init_load": init_load})
     atomic_write_json(run_store.result_path(run_dir), result.model_dump(mode="json"))
     reporter.info(
         f"result {result.status}: epochs_done={result.epochs_done} best_epoch={result.best_epoch} "

@@ -44,14 +44,34 @@ def file_state(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return state, meta
 
 
+def backbone_name(model: Any) -> str:
+    """The model's `backbone` module, else its first child."""
+    children = [name for name, _ in model.named_children()]
+    return "backbone" if "backbone" in children else (children[0] if children else "")
+
+
+def loaded_from(model: Any, path: Path) -> dict[str, Any]:
+    """How many of `model`'s tensors hold exactly the file's values (by name): what loading really carried over,
+    measured after LibreYOLO loaded `path` into the model the run trains."""
+    import torch
+
+    state, _ = file_state(path)
+    target = model.state_dict()
+    backbone = backbone_name(model)
+    same = [k for k, v in target.items() if k in state and tuple(state[k].shape) == tuple(v.shape)
+            and torch.equal(state[k].to(v.device, v.dtype), v)]
+    return {"file_tensors": len(state), "model_tensors": len(target), "loaded_tensors": len(same),
+            "backbone": backbone, "backbone_tensors": len([k for k in target if k.startswith(f"{backbone}.")]),
+            "backbone_loaded": len([k for k in same if k.startswith(f"{backbone}.")])}
+
+
 def inspect_weights(family: str, size: str, path: Path) -> dict[str, Any]:
     """The counts described in the module docstring."""
     offline_env()
     cls = model_class(family)
     model = cls._from_scratch(size=size, nb_classes=NB_CLASSES, device="cpu", seed=0).model
     target = model.state_dict()
-    children = [name for name, _ in model.named_children()]
-    backbone = "backbone" if "backbone" in children else (children[0] if children else "")
+    backbone = backbone_name(model)
     state, meta = file_state(path)
     matched = [k for k, v in target.items() if k in state and tuple(state[k].shape) == tuple(v.shape)]
     shape_mismatch = [k for k, v in target.items() if k in state and tuple(state[k].shape) != tuple(v.shape)]
