@@ -143,3 +143,45 @@ def test_a_family_with_its_own_epoch_loop_resumes_bit_for_bit_and_predicts(tmp_p
     assert result["ok"], result
     assert result["resumed_from_epoch"] == 2 and result["differing_tensors"] == 0
     assert "giou" in result["losses"] and result["detections"] > 0
+
+
+def test_stack_problems_name_a_train_eval_mismatch_and_a_recipe_eps_it_breaks() -> None:
+    from bench_assets.rf100vl.training.invariants import stack_problems
+
+    assert stack_problems({"train_bn_eps": [0.001], "eval_bn_eps": [0.001]}, 0.001) == []
+    assert stack_problems({"train_bn_eps": [], "eval_bn_eps": []}, None) == []  # RF-DETR has no BatchNorm
+    assert stack_problems({"train_bn_eps": [1e-05], "eval_bn_eps": [0.001]}, None) == [
+        "BatchNorm eps differs between the model trained ([1e-05]) and the model the predictions are made with "
+        "([0.001]): scores would not be of the trained model"]
+    assert stack_problems({"train_bn_eps": [0.001], "eval_bn_eps": [0.001]}, 1e-05) == [
+        "BatchNorm eps of the model is [0.001], the recipe's invariants.batchnorm_eps is 1e-05"]
+
+
+@pytestmark_libreyolo
+def test_a_run_whose_model_breaks_the_recipes_batchnorm_eps_fails_before_the_first_epoch(tmp_path: Path) -> None:
+    """The campaign guide's costliest bug, planted: the recipe pins BatchNorm eps 1e-5 for yolox-n, whose LibreYOLO
+    build uses 1e-3. The child refuses before training (no checkpoint, the reason in result.json)."""
+    import subprocess
+    import sys
+
+    from bench_assets.rf100vl.datasets.sources import SourceSpec
+    from bench_assets.rf100vl.datasets.store import materialize_dataset
+    from bench_assets.rf100vl.training.specs import TrainResult
+    from tests.conftest import REPO
+
+    home = tmp_path / "home"
+    ds = materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache").path
+    run = tmp_path / "run"
+    spec = dict(family="yolox", size="n", num_classes=2, class_names=["disc", "block"], dataset_dir=str(ds),
+                run_dir=str(run), epochs=1, imgsz=128, physical_batch=4, effective_batch=4, workers=0,
+                batchnorm_eps=1e-05)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    proc = subprocess.run([sys.executable, "-m", "bench_assets.rf100vl.training.child.train",
+                           str(tmp_path / "spec.json")], cwd=REPO, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "HOME": str(tmp_path)})
+    result = TrainResult.model_validate_json((run / "result.json").read_text())
+    assert proc.returncode == 1 and result.status == "failed" and result.epochs_done == 0
+    assert result.message == ("StackInvariantBroken: stack invariant broken before the first epoch: BatchNorm eps of "
+                              "the model is [0.001], the recipe's invariants.batchnorm_eps is 1e-05")
+    assert result.stack == {"train_bn_eps": [0.001], "eval_bn_eps": [0.001]}
+    assert not (run / "weights" / "last.pt").exists()

@@ -78,12 +78,18 @@ class PretrainedRef(_Strict):
     revision: str = "main"  # what to fetch; the commit it resolved to is locked when the weights are acquired
 
 
+class Invariants(_Strict):
+    """Facts of the built model the run must have (training/invariants.py checks them before the first epoch)."""
+    batchnorm_eps: float | None = Field(default=None, gt=0)
+
+
 class Recipe(_Strict):
     family: str
     protocol: Protocol
     sizes: dict[str, SizeRecipe]
     # The protocol fine-tunes COCO-pretrained weights: per size, the weights a run starts from.
     pretrained: dict[str, PretrainedRef] = {}
+    invariants: Invariants = Invariants()
     train: dict[str, float | int | str | bool | None] = {}
     dense_oom_fallback: DenseFallback
     source: Source

@@ -60,6 +60,7 @@ class TrainSpec(_Strict):
     eval_max_det: int = 500
     resume: bool = False  # continue from run_dir/weights/last.pt
     init_weights: str | None = None  # local weights file; None = from scratch (nothing downloads)
+    batchnorm_eps: float | None = None  # the recipe's invariant (training/invariants.py); None: only train == eval
     train_overrides: dict[str, float | int | str | bool | None] = {}
     fault: FaultInjection = FaultInjection()
 
@@ -93,6 +94,8 @@ class TrainResult(_Strict):
     # With init_weights: how many of the model's tensors hold the file's values once LibreYOLO loaded it
     # (child/weights.loaded_from); None when the run started from scratch or resumed.
     init_load: dict[str, Any] | None = None
+    # The built model's stack facts checked before the first epoch (training/invariants.py); None when not reached.
+    stack: dict[str, Any] | None = None
 
 
 class PredictSpec(_Strict):

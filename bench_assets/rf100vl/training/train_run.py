@@ -111,6 +111,7 @@ def plan_run(req: TrainRequest, variant: RunVariant) -> tuple[dict[str, Any], st
         cache=r.protocol.cache, max_det=500, eval_max_det=500,
         train_overrides={k: v for k, v in r.train.items() if k != "workers"}, fault=req.fault or {},
         init_weights=req.init_weights["path"] if req.init_weights else None,
+        batchnorm_eps=r.invariants.batchnorm_eps,
     )
     return fields, signature, run_dir, spec
 
@@ -153,6 +154,7 @@ def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: R
         "started": started, "finished": _now(),
         "best_checkpoint": str(best), "best_checkpoint_sha256": sha256_of(best),
         "last_checkpoint": result.last_checkpoint,
+        "stack": result.stack,
         "worker": worker_name(),
         "device": {"lane": req.lane, "device": req.device, "peak_vram_allocated_mb": result.peak_vram_allocated_mb,
                    "peak_vram_reserved_mb": result.peak_vram_reserved_mb,

@@ -48,6 +48,7 @@ from bench_assets.rf100vl.training.child.common import (
 )
 from bench_assets.rf100vl.training.child.families import detect_trainer, override_keys
 from bench_assets.rf100vl.training.child.weights import loaded_from
+from bench_assets.rf100vl.training.invariants import stack_problems
 from bench_assets.rf100vl.training.specs import (
     EXIT_DONE,
     EXIT_FAILED,
@@ -68,6 +69,39 @@ RESERVED_KEYS = frozenset({
     "ema", "amp", "amp_dtype", "cuda_graph", "cache", "max_det", "eval_max_det", "project", "name", "exist_ok",
     "resume", "lr0", "callbacks", "loggers", "pretrained", "cfg", "size", "num_classes",
 })
+
+
+class StackInvariantBroken(RuntimeError):
+    """The model about to train breaks a stack invariant (training/invariants.py)."""
+
+
+def _bn_eps(module: Any) -> list[float]:
+    import torch
+
+    return sorted({float(m.eps) for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)})
+
+
+def stack_facts(model: Any, spec: TrainSpec) -> dict[str, Any]:
+    """BatchNorm eps of the model about to train and of the same weights built as the prediction child builds them
+    (saved by LibreYOLO, loaded through the family's class). Every random generator is left as it was: building the
+    second model draws random initial weights, and the run must train exactly as it would without this check."""
+    import random
+    import tempfile
+
+    import numpy as np
+    import torch
+
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    try:
+        with tempfile.TemporaryDirectory(prefix="stack-", dir=spec.run_dir) as tmp:
+            path = Path(tmp) / "stack.pt"
+            model.save(str(path))
+            evaluated = build_model(spec.family, spec.size, spec.num_classes, "cpu", weights=str(path))
+            return {"train_bn_eps": _bn_eps(model.model), "eval_bn_eps": _bn_eps(evaluated.model)}
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
 
 
 class Terminated(BaseException):  # noqa: N818 - BaseException so LibreYOLO's `except Exception` cannot eat it
@@ -474,6 +508,7 @@ class _Run:
         self.accumulation = max(1, round(spec.effective_batch / spec.physical_batch))
         self.resumed_from: int | None = None
         self.init_load: dict[str, Any] | None = None  # TrainResult.init_load
+        self.stack: dict[str, Any] | None = None  # TrainResult.stack
 
     def execute(self) -> str:
         spec, run_dir, log = self.spec, self.run_dir, self.reporter.info
@@ -502,6 +537,11 @@ class _Run:
             log(f"init weights {weights}: {load['loaded_tensors']} of the model's {load['model_tensors']} tensors "
                 f"hold the file's values ({load['backbone_loaded']} of {load['backbone_tensors']} in its "
                 f"{load['backbone']})")
+        self.stack = stack_facts(model, spec)
+        broken = stack_problems(self.stack, spec.batchnorm_eps)
+        if broken:
+            raise StackInvariantBroken("stack invariant broken before the first epoch: " + "; ".join(broken))
+        log(f"stack invariants hold: BatchNorm eps {self.stack['train_bn_eps']} in training and prediction builds")
         hooks = _Hooks(spec.fault, spec.physical_batch, spec.seed)
         hooks.install(family_trainer(model_class(spec.family))[0])
         kwargs = self._train_kwargs(data_yaml, overrides, last if resume else None, hooks)
@@ -653,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
     init_load = run.init_load
     if init_load is None and run_store.init_load_path(run_dir).is_file():  # resumed: loaded by an earlier attempt
         init_load = json.loads(run_store.init_load_path(run_dir).read_text())
-    result = result.model_copy(update={**_device_facts(spec), "init_load": init_load})
+    result = result.model_copy(update={**_device_facts(spec), "init_load": init_load, "stack": run.stack})
     atomic_write_json(run_store.result_path(run_dir), result.model_dump(mode="json"))
     reporter.info(
         f"result {result.status}: epochs_done={result.epochs_done} best_epoch={result.best_epoch} "
