@@ -2,7 +2,9 @@
 # GPU smoke check (run once on a GPU machine): 2 lanes on one GPU, yolo9-t, 3 epochs of two mini datasets
 # with CUDA graphs and the disk cache (recipes/rf100vl/gpu-smoke/yolo9.json, non-conformant by design).
 # Prints, per run: the lane, peak VRAM allocated/reserved, whether graph capture happened, time and valid mAP.
-# Usage: scripts/gpu_smoke.sh   (sets up .venv when missing; ~5 min including set-up on an H200)
+# Then one smoke campaign per family with a smoke recipe (recipes/rf100vl/smoke/: train, predict, score on mini-tiny,
+# each in its own BENCH_HOME): its exit code and seconds (docs/models.md).
+# Usage: scripts/gpu_smoke.sh   (sets up .venv when missing; ~5 min including set-up on an H200, plus the families)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
@@ -26,3 +28,19 @@ for r in rows:
 lanes = {r[1] for r in rows}
 print(json.dumps({"runs": len(rows), "distinct_lanes": len(lanes), "all_captured": all(r[4] for r in rows)}))
 PY
+
+# One smoke campaign per family (2 epochs on mini-tiny, the GPU lane): exit 0 means trained, predicted, scored and
+# every check passed.
+models=$(.venv/bin/python -c "
+from bench_assets.rf100vl.training.models import family_rows
+from bench_assets.rf100vl.training.recipes import load_recipe, recipe_path
+print(' '.join(f\"{r['family']}-{next(iter(load_recipe(recipe_path(r['family'], 'smoke')).recipe.sizes))}\"
+               for r in family_rows() if r['trainable'] and r['smoke_recipe']))")
+status=0
+for model in $models; do
+    start=$(date +%s)
+    if BENCH_HOME="$BENCH_HOME/family-$model" .venv/bin/bench campaign --model "$model" --datasets mini-tiny \
+            --recipe smoke > "$BENCH_HOME/campaign-$model.log" 2>&1; then rc=0; else rc=$?; status=1; fi
+    echo "family smoke $model: exit $rc, $(( $(date +%s) - start )) s (log: $BENCH_HOME/campaign-$model.log)"
+done
+exit $status
