@@ -31,6 +31,7 @@ CHILD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREA
 
 def _recipe(tmp: Path, name: str, **protocol) -> Path:  # noqa: ANN003
     doc = json.loads((RECIPES_DIR / "yolo9.json").read_text())
+    del doc["pretrained"]  # these campaigns train from scratch (no pretrained weights are stored in the test homes)
     doc["protocol"].update({"epochs": 2, "precision": "fp32", "cuda_graph": False, "cache": False, **protocol})
     doc["sizes"]["t"] = {"imgsz": 128, "lr0": 0.01, "physical_batch": 8, "fallback_physical_batch": 4}
     doc["train"] = {"workers": 0, "no_aug_epochs": 1}

@@ -131,6 +131,7 @@ def test_real_run_with_objects_too_small_for_the_training_size_fails_labels_reac
 
     assert _import(instance, "dots", _tiny_objects_dataset(tmp_path / "raw")).success
     doc = json.loads((RECIPES_DIR / "yolo9.json").read_text())
+    del doc["pretrained"]  # from scratch: no pretrained weights are stored in the test home
     doc["protocol"].update({"epochs": 2, "precision": "fp32", "cuda_graph": False, "cache": False})
     doc["sizes"]["t"] = {"imgsz": 64, "lr0": 0.01, "physical_batch": 4, "fallback_physical_batch": 2}
     doc["train"] = {"workers": 0, "no_aug_epochs": 1}
