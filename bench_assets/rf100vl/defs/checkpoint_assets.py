@@ -1,11 +1,14 @@
-"""`rf100vl/checkpoint` [dataset x model]: fine-tune in a Pipes child on a leased lane; its check
-`labels_reached_loss` (sanity.py) fails a run whose box loss stayed near zero while the train split has boxes."""
+"""`rf100vl/checkpoint` [dataset x model]: fine-tune in a Pipes child on a leased lane; its checks (sanity.py):
+`labels_reached_loss` fails a run whose box loss stayed near zero while the train split has boxes,
+`pretrained_weights_loaded` one that did not start from its init weights, `training_finished` one that stopped short."""
 
 import json
 import os
 import warnings
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -197,25 +200,24 @@ def labels_reached_loss(context: dg.AssetCheckExecutionContext, config: LabelsRe
                             "non-strictly, so another family's or size's file would silently train from random "
                             "weights).")
 def pretrained_weights_loaded(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
-    ds_name, model_key = split_key(context)
-    partition = f"{model_key}/{ds_name}"
-    run = run_store.current_run(home.path, model_key, ds_name)
-    if run is None:
-        return check_result(Finding(False, f"{partition}: no finished training run to judge"))
-    finding = sanity.weights_loaded(partition, run[1])
-    finding.facts["run_dir"] = str(run[0])
-    return check_result(finding)
+    return _judge_current_run(context, home, sanity.weights_loaded)
 
 
 @dg.asset_check(asset=checkpoint, partitions_def=dataset_model_partitions, blocking=False,
                 description="Training finished: the current run trained every planned epoch (fewer only with early "
                             "stopping) and, for a conformant recipe, left valid mAP50-95 above zero.")
 def training_finished(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
+    return _judge_current_run(context, home, sanity.training_finished)
+
+
+def _judge_current_run(context: dg.AssetCheckExecutionContext, home: BenchHome,
+                       judge: Callable[[str, dict[str, Any]], Finding]) -> dg.AssetCheckResult:
+    """`judge(partition, stats)` on the partition's current run (a failing finding when there is none)."""
     ds_name, model_key = split_key(context)
     partition = f"{model_key}/{ds_name}"
     run = run_store.current_run(home.path, model_key, ds_name)
     if run is None:
         return check_result(Finding(False, f"{partition}: no finished training run to judge"))
-    finding = sanity.training_finished(partition, run[1])
+    finding = judge(partition, run[1])
     finding.facts["run_dir"] = str(run[0])
     return check_result(finding)
