@@ -181,3 +181,14 @@ def test_the_snapshot_is_what_the_pinned_libreyolo_says(tmp_path: Path) -> None:
             f.pop("min_imgsz")
     assert live == snap, f"the snapshot differs from the installed libreyolo: run `{REWRITE}`"
     shutil.rmtree(tmp_path)
+
+
+def test_adjacent_sizes_are_ranked_in_libreyolos_order_whatever_recipe_registered_them() -> None:
+    """`models.size_rank` (the adjacent-size check's order): yolo9-t registered with the smoke recipe (sizes: t) and
+    yolo9-s with a recipe of its own (sizes: s) are neighbours, t before s; a family LibreYOLO does not list keeps its
+    recipe's order (the synthetic campaigns' families)."""
+    from bench_assets.rf100vl.report.warehouse_tables import _size_rank
+
+    assert [_size_rank("yolo9", s, [s]) for s in ("t", "s", "m", "c")] == [0, 1, 2, 3]
+    assert _size_rank("dfine", "s", ["s"]) == 1 and _size_rank("rtdetr", "r34", ["r34"]) == 1
+    assert _size_rank("syna", "m", ["t", "s", "m", "c"]) == 2

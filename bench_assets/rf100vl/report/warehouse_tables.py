@@ -282,6 +282,16 @@ def _suite_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(sorted(pairs), columns=["suite", "dataset"])
 
 
+def _size_rank(family_name: str, size: str, recipe_sizes: list[str]) -> int:
+    from bench_assets.rf100vl.training.families import FamilyError, family
+
+    try:
+        order = family(family_name).size_names
+    except FamilyError:
+        order = recipe_sizes
+    return order.index(size) if size in order else recipe_sizes.index(size)
+
+
 def _model_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
@@ -294,8 +304,10 @@ def _model_rows(home: Path) -> pd.DataFrame:
         expected = len(suite_members(entry.suite)) if entry.suite else len(entry.datasets)
         rows.append({
             "model": entry.model, "family": key.family, "size": key.size,
-            # adjacent sizes of a family are neighbours in the recipe's size list (t < s < m < c)
-            "size_rank": list(loaded.recipe.sizes).index(key.size), "recipe": entry.recipe, "recipe_file": loaded.path,
+            # adjacent sizes of a family are neighbours in LibreYOLO's size order (t < s < m < c), whatever recipe
+            # each size was registered with; the recipe's own order for a family LibreYOLO does not list
+            "size_rank": _size_rank(key.family, key.size, list(loaded.recipe.sizes)), "recipe": entry.recipe,
+            "recipe_file": loaded.path,
             "recipe_sha256": loaded.sha256, "recipe_conformant": loaded.recipe.conformant,
             "recipe_nonconformities": loaded.recipe.nonconformities(), "suite": entry.expected_suite(),
             "expected_datasets": expected,
