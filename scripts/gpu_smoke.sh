@@ -31,11 +31,7 @@ PY
 
 # One smoke campaign per family (2 epochs on mini-tiny, the GPU lane): exit 0 means trained, predicted, scored and
 # every check passed.
-models=$(.venv/bin/python -c "
-from bench_assets.rf100vl.training.models import family_rows
-from bench_assets.rf100vl.training.recipes import load_recipe, recipe_path
-print(' '.join(f\"{r['family']}-{next(iter(load_recipe(recipe_path(r['family'], 'smoke')).recipe.sizes))}\"
-               for r in family_rows() if r['trainable'] and r['smoke_recipe']))")
+models=$(.venv/bin/python -c "from bench_assets.rf100vl.training.models import smoke_models; print(*smoke_models())")
 status=0
 for model in $models; do
     start=$(date +%s)

@@ -209,38 +209,19 @@ def cmd_check_models(args: argparse.Namespace) -> int:
     (training/child/family_check.py), with its smoke recipe's image size and train settings."""
     import tempfile
 
-    from bench_assets.rf100vl.datasets.sources import SourceSpec
-    from bench_assets.rf100vl.datasets.store import materialize_dataset
-    from bench_assets.rf100vl.training.child.family_check import check_family, trimmed_dataset
-    from bench_assets.rf100vl.training.families import families
-    from bench_assets.rf100vl.training.recipes import load_recipe, recipe_path, require_trainable
-    from bench_assets.rf100vl.training.runplan import parse_model
+    from bench_assets.rf100vl.training.child.family_check import check_models
+    from bench_assets.rf100vl.training.models import smoke_models
 
-    keys = list(args.models)
-    if args.all:
-        keys += [f"{f}-{next(iter(load_recipe(recipe_path(f, 'smoke')).recipe.sizes))}"
-                 for f, fam in sorted(families().items()) if fam.trainable and recipe_path(f, "smoke").is_file()]
+    keys = list(args.models) + (smoke_models() if args.all else [])
     if not keys:
         return fail("name model keys (e.g. dfine-n) or --all")
-    results, work = [], Path(tempfile.mkdtemp(prefix="bench-models-check-"))
-    home = work / "home"
-    full = materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache").path
-    dataset = trimmed_dataset(full, work / "mini-tiny-trimmed")
-    names = [c["name"] for c in sorted(json.loads((dataset / "train" / "_annotations.coco.json").read_text())
-                                       ["categories"], key=lambda c: c["id"])]
-    for key in keys:
-        model = parse_model(key)
-        loaded = require_trainable(load_recipe(recipe_path(model.family, "smoke")))
-        size = loaded.recipe.size(model.size, loaded.path)
-        overrides = {k: v for k, v in loaded.recipe.train.items() if k != "workers"}
-        print(f"checking {key} at {size.imgsz} px ...", file=sys.stderr, flush=True)
-        result = check_family(model.family, model.size, size.imgsz, dataset, names, work / key, overrides)
-        results.append(result)
-        if not args.json:
-            verdict = "ok" if result["ok"] else f"FAILED at {result['failed']}: {result['reason']}"
-            print(f"{key}: {verdict} ({result.get('seconds', '?')} s)")
+    results = check_models(keys, Path(tempfile.mkdtemp(prefix="bench-models-check-")),
+                           lambda key, imgsz: print(f"checking {key} at {imgsz} px ...", file=sys.stderr, flush=True))
     if args.json:
         print(json.dumps(results, indent=1))
+    for r in [] if args.json else results:
+        verdict = "ok" if r["ok"] else f"FAILED at {r['failed']}: {r['reason']}"
+        print(f"{r['model']}: {verdict} ({r.get('seconds', '?')} s)")
     return 0 if all(r["ok"] for r in results) else 1
 
 

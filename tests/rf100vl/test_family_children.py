@@ -126,20 +126,13 @@ def test_the_class_guard_drops_a_label_outside_the_models_classes_before_it_beco
 def test_a_family_with_its_own_epoch_loop_resumes_bit_for_bit_and_predicts(tmp_path: Path) -> None:
     """`bench models check`'s three steps for deimv2-atto (DEIMTrainer's own `_train_epoch`, per-group LR
     multipliers): this failed with 427 differing tensors before the resumed LR got its multipliers back."""
-    from bench_assets.rf100vl.datasets.sources import SourceSpec
-    from bench_assets.rf100vl.datasets.store import materialize_dataset
-    from bench_assets.rf100vl.training.child.family_check import check_family, trimmed_dataset
-    from bench_assets.rf100vl.training.recipes import load_recipe, recipe_path
+    from bench_assets.rf100vl.training.child.family_check import check_models
 
-    home = tmp_path / "home"
-    full = materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache").path
-    dataset = trimmed_dataset(full, tmp_path / "trimmed")
-    assert [len(json.loads((dataset / s / "_annotations.coco.json").read_text())["images"])
+    seen: list[tuple[str, int]] = []
+    [result] = check_models(["deimv2-atto"], tmp_path, lambda key, imgsz: seen.append((key, imgsz)))
+    assert seen == [("deimv2-atto", 160)]  # the smoke recipe's size
+    assert [len(json.loads((tmp_path / "mini-tiny-trimmed" / s / "_annotations.coco.json").read_text())["images"])
             for s in ("train", "valid", "test")] == [4, 2, 2]
-    recipe = load_recipe(recipe_path("deimv2", "smoke")).recipe
-    overrides = {k: v for k, v in recipe.train.items() if k != "workers"}
-    result = check_family("deimv2", "atto", recipe.sizes["atto"].imgsz, dataset, ["disc", "block"], tmp_path / "w",
-                          overrides)
     assert result["ok"], result
     assert result["resumed_from_epoch"] == 2 and result["differing_tensors"] == 0
     assert "giou" in result["losses"] and result["detections"] > 0

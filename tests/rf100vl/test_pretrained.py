@@ -126,25 +126,45 @@ def _launch(spec_path: Path, run_dir: Path, spec: Any) -> _Launched:
 
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """mini-tiny stored in a home, and yolo9-t / yolox-n weights trained on it for one epoch (our own files)."""
+    """mini-tiny stored in a home, yolo9-t weights trained on it for one epoch (our own file), and an untrained yolox-n
+    checkpoint as LibreYOLO saves one (a file of another family; training it would add nothing to what it is)."""
     from bench_assets.rf100vl.datasets.sources import SourceSpec
     from bench_assets.rf100vl.datasets.store import materialize_dataset
+    from bench_assets.rf100vl.training.child.common import build_model
 
     root = tmp_path_factory.mktemp("pretrained")
     home = root / "home"
     record = materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache")
-    files = {}
-    for family, size in (("yolo9", "t"), ("yolox", "n")):
-        run = root / f"{family}-{size}"
-        spec = dict(family=family, size=size, num_classes=2, class_names=record.manifest["classes"],
-                    dataset_dir=str(record.path), run_dir=str(run), epochs=1, imgsz=128, physical_batch=4,
-                    effective_batch=4, workers=0, seed=0)
-        (root / f"{family}.json").write_text(json.dumps(spec))
-        proc = subprocess.run([sys.executable, "-m", "bench_assets.rf100vl.training.child.train",
-                               str(root / f"{family}.json")], cwd=REPO, env=_env(), capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        files[family] = run / "weights" / "best.pt"
+    run = root / "yolo9-t"
+    spec = dict(family="yolo9", size="t", num_classes=2, class_names=record.manifest["classes"],
+                dataset_dir=str(record.path), run_dir=str(run), epochs=1, imgsz=128, physical_batch=4,
+                effective_batch=4, workers=0, seed=0)
+    (root / "yolo9.json").write_text(json.dumps(spec))
+    proc = subprocess.run([sys.executable, "-m", "bench_assets.rf100vl.training.child.train", str(root / "yolo9.json")],
+                          cwd=REPO, env=_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    files = {"yolo9": run / "weights" / "best.pt", "yolox": root / "yolox-n.pt"}
+    build_model("yolox", "n", 2, "cpu").save(str(files["yolox"]))
     return {"home": home, "record": record, "files": files, "root": root}
+
+
+class _RunsCommand:
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (self.command,))
+
+
+def _pickle_running(command: str) -> bytes:
+    """A torch checkpoint (a zip holding a pickle) whose `model` unpickles by running `command`."""
+    import io
+
+    import torch
+
+    buf = io.BytesIO()
+    torch.save({"model": _RunsCommand(command)}, buf)
+    return buf.getvalue()
 
 
 def _bench(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -164,6 +184,13 @@ def test_bench_weights_import_checks_stores_and_lists_with_the_sha256(ours: dict
     garbage.write_text("not weights")
     bad = _bench(home, "weights", "import", str(garbage), "--model", "yolo9-t")
     assert bad.returncode == 1 and f"{garbage}: cannot be read as yolo9-t weights" in bad.stderr
+    # A hostile file: a checkpoint whose pickle runs a command when unpickled. It is read weights-only, so refused
+    # and the command never runs.
+    marker, hostile = tmp_path / "pwned", tmp_path / "hostile.pt"
+    hostile.write_bytes(_pickle_running(f"touch {marker}"))
+    evil = _bench(home, "weights", "import", str(hostile), "--model", "yolo9-t")
+    assert evil.returncode == 1 and f"{hostile}: cannot be read as yolo9-t weights" in evil.stderr
+    assert not marker.exists() and not model_dir(home, "yolo9-t").exists()
 
     ok = _bench(home, "weights", "import", str(mine), "--model", "yolo9-t", "--name", "LibreYOLO9t.pt")
     assert ok.returncode == 0, ok.stderr

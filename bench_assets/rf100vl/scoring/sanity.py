@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench_assets.platform.findings import Finding
+from bench_assets.rf100vl.training.pretrained import MIN_LOADED_SHARE
 
 NEAR_ZERO_BOX_LOSS = 1e-3  # healthy runs: 0.1-7 on every epoch; the old demo mini-dense run: <= 4.3e-05
 BOX_LOSS_KEYS = ("box", "iou", "giou", "bbox")  # the box-regression component: yolo9 "box", yolox "iou"
@@ -195,7 +196,7 @@ def predicted_classes_exist(partition: str, dets: Any, categories: Sequence[dict
         f"split does not have: {listed}; the test split's category ids are {ids[:50]}"), rows, facts)
 
 
-def weights_loaded(partition: str, stats: dict[str, Any], min_share: float = 0.9) -> Finding:
+def weights_loaded(partition: str, stats: dict[str, Any], min_share: float = MIN_LOADED_SHARE) -> Finding:
     """Fail when a run given init weights did not start from them: its backbone not wholly loaded, or under
     `min_share` of the model's tensors holding the file's values (stats.json `init_weights.load`, measured by the
     training child after LibreYOLO loaded the file, which it does non-strictly when the class count differs)."""

@@ -103,3 +103,10 @@ def family_rows() -> list[dict[str, Any]]:
             **{kind: str(p.relative_to(REPO_ROOT)) if p.is_file() else None for kind, p in recipes.items()},
         })
     return rows
+
+
+def smoke_models() -> list[str]:
+    """The model key of every trainable family with a smoke recipe, at that recipe's first size (`bench models check
+    --all`, `scripts/gpu_smoke.sh`)."""
+    return [f"{name}-{next(iter(load_recipe(recipe_path(name, 'smoke')).recipe.sizes))}"
+            for name, fam in sorted(families().items()) if fam.trainable and recipe_path(name, "smoke").is_file()]

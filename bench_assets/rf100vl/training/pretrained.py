@@ -13,7 +13,6 @@ random weights wherever it did not match, which is the silent failure this refus
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_assets.platform.fsutil import atomic_write_json, fsync_dir
+from bench_assets.platform.fsutil import atomic_write_json, fsync_dir, sha256_file
 from bench_assets.rf100vl.training.families import check_trainable
 from bench_assets.rf100vl.training.runplan import parse_model
 
@@ -115,7 +114,7 @@ def import_weights(home: Path, model_key: str, path: Path, *, name: str | None =
         shutil.copyfile(path, tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-            copied = hashlib.file_digest(fh, "sha256").hexdigest()
+        copied = sha256_file(Path(tmp))
         if copied != inspection["sha256"]:
             raise PretrainedError(f"{path}: changed while it was imported (sha256 {inspection['sha256']} when read, "
                                   f"{copied} when copied); fix: import it again once nothing writes it")
@@ -148,8 +147,7 @@ def starting_point(home: Path, model_key: str, ref: Any | None) -> dict[str, Any
         raise PretrainedError(f"the recipe starts {model_key} from {ref.name} ({ref.repo}) but no pretrained weights "
                               f"are stored under {model_dir(home, model_key)}; fix: `bench weights import FILE "
                               f"--model {model_key} --name {ref.name}` (or materialize rf100vl/pretrained)")
-    with path.open("rb") as fh:
-        sha = hashlib.file_digest(fh, "sha256").hexdigest()
+    sha = sha256_file(path)
     if sha != lock["sha256"]:
         raise PretrainedError(f"{path}: sha256 {sha} is not the {lock['sha256']} its lock records (the file changed "
                               f"after import); fix: import the weights again")

@@ -70,7 +70,8 @@ def differing_tensors(a: Path, b: Path) -> list[str]:
 
 
 def _failed(proc: subprocess.CompletedProcess[str]) -> str:
-    return f"exit {proc.returncode}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}"
+    lines = (proc.stderr or proc.stdout).strip().splitlines()
+    return f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}"
 
 
 def check_family(family: str, size: str, imgsz: int, dataset: Path, class_names: list[str], work: Path,
@@ -115,3 +116,27 @@ def check_family(family: str, size: str, imgsz: int, dataset: Path, class_names:
     result = PredictResult.model_validate_json(pred.with_suffix(".result.json").read_text())
     out.update(detections=result.detections, ok=True, seconds=round(time.monotonic() - t0, 1))
     return out
+
+
+def check_models(keys: list[str], work: Path, report: Any = lambda _key, _imgsz: None) -> list[dict[str, Any]]:
+    """`check_family` for each model key with its smoke recipe's image size and train settings, on a trimmed mini-tiny
+    generated under `work`; `report(key, imgsz)` is called before each."""
+    from bench_assets.rf100vl.datasets.sources import SourceSpec
+    from bench_assets.rf100vl.datasets.store import materialize_dataset
+    from bench_assets.rf100vl.training.recipes import load_recipe, recipe_path, require_trainable
+    from bench_assets.rf100vl.training.runplan import parse_model
+
+    home = work / "home"
+    full = materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache").path
+    dataset = trimmed_dataset(full, work / "mini-tiny-trimmed")
+    doc = json.loads((dataset / "train" / "_annotations.coco.json").read_text())
+    names = [c["name"] for c in sorted(doc["categories"], key=lambda c: c["id"])]
+    results = []
+    for key in keys:
+        model = parse_model(key)
+        loaded = require_trainable(load_recipe(recipe_path(model.family, "smoke")))
+        size = loaded.recipe.size(model.size, loaded.path)
+        report(key, size.imgsz)
+        overrides = {k: v for k, v in loaded.recipe.train.items() if k != "workers"}
+        results.append(check_family(model.family, model.size, size.imgsz, dataset, names, work / key, overrides))
+    return results

@@ -10,30 +10,24 @@ SHA-256, size and parameter count. `training/pretrained.py` turns the counts int
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from bench_assets.platform.fsutil import sha256_file
 from bench_assets.rf100vl.training.child.common import model_class, offline_env
 
 NB_CLASSES = 80  # COCO: what LibreYOLO's published detection weights were trained on
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def file_state(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(state dict, metadata) of a LibreYOLO checkpoint or a bare state dict."""
-    import torch
+    """(state dict, metadata) of a LibreYOLO checkpoint or a bare state dict. Read as LibreYOLO reads a file a user
+    hands it (`load_untrusted_torch_file`: tensors and plain data only), never by unpickling arbitrary objects: the
+    file may come from a stranger, and `bench weights import` reads it before anything else is known of it."""
+    from libreyolo.utils.serialization import load_untrusted_torch_file
 
-    loaded = torch.load(str(path), map_location="cpu", weights_only=False)
+    loaded = load_untrusted_torch_file(path, map_location="cpu", context="pretrained weights")
     if not isinstance(loaded, dict):
         raise ValueError(f"{path}: holds a {type(loaded).__name__}, not a checkpoint or a state dict")
     state = loaded.get("model") if isinstance(loaded.get("model"), dict) else loaded.get("state_dict", loaded)
