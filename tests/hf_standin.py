@@ -5,7 +5,8 @@ protocol details below follow what that client reads and sends, not the Hub's fu
 
 Reading:
 
-* ``HEAD|GET /datasets/{repo}/resolve/{revision}/{path}`` -- ``hf_hub_download`` sends a HEAD
+* ``HEAD|GET /datasets/{repo}/resolve/{revision}/{path}`` (a model repo: ``/{repo}/resolve/...``, its API
+  under ``/api/models/``) -- ``hf_hub_download`` sends a HEAD
   first and needs ``X-Repo-Commit`` (else it refuses the endpoint), an ``ETag`` (the cache key)
   and ``Content-Length``; then it GETs the same URL (or the redirect target) and may send
   ``Range: bytes=N-`` to resume.  LFS-style files carry the sha256 as ETag, other files the git
@@ -122,6 +123,7 @@ class HubStandIn:
     cdn_redirect: bool
     lfs_globs: tuple[str, ...]
     exists: bool = True
+    repo_type: str = "dataset"  # "model": files at /{repo}/resolve/..., the API under /api/models/ (reads only)
     commits: dict[str, _Commit] = field(default_factory=dict)
     head: str = ""
     lfs_store: dict[str, bytes] = field(default_factory=dict)
@@ -258,10 +260,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not self._authorized(send_body):
             return
-        if segments[:1] == ["datasets"]:
-            self._serve_resolve(segments[1:], send_body)
-        elif segments[:2] == ["api", "datasets"] and send_body:
+        api = ["api", f"{self.hub.repo_type}s"]
+        if segments[:2] == api and send_body:
             self._serve_api(segments[2:], query)
+        elif self.hub.repo_type == "dataset" and segments[:1] == ["datasets"]:
+            self._serve_resolve(segments[1:], send_body)
+        elif self.hub.repo_type == "model" and segments[2:3] == ["resolve"]:
+            self._serve_resolve(segments, send_body)  # a model repo's files have no type prefix
         else:
             self._error(HTTPStatus.NOT_FOUND, None, "no such route in the stand-in", send_body)
 
@@ -727,8 +732,10 @@ def hf_standin(
     cdn_redirect: bool = False,
     lfs_globs: tuple[str, ...] = DEFAULT_LFS_GLOBS,
     repo_exists: bool = True,
+    repo_type: str = "dataset",
 ) -> Iterator[HubStandIn]:
-    """Serve ``files`` as dataset repo ``repo_id`` until the block exits.
+    """Serve ``files`` as dataset repo ``repo_id`` (``repo_type="model"``: as a model repo, read-only) until the block
+    exits.
 
     ``files`` is ``{path_in_repo: bytes or a Path to read}`` or a folder on disk (served as the repo root).
     ``required_token`` makes every repo route answer 401 unless ``Authorization: Bearer <token>`` is sent;
@@ -752,6 +759,7 @@ def hf_standin(
         cdn_redirect=cdn_redirect,
         lfs_globs=lfs_globs,
         exists=repo_exists,
+        repo_type=repo_type,
     )
     if repo_exists:
         blobs, commit = _make_repo(loaded, lfs_globs)

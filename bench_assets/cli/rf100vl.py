@@ -266,14 +266,22 @@ def cmd_families(args: argparse.Namespace) -> int:
 def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, suite: str | None,
                            datasets: str | None) -> list[str]:
     """Register the campaign (defs/partitions.register_campaign), say when its recipe is not protocol-conformant,
-    import the datasets not stored yet; the names that have data."""
+    import the datasets not stored yet; the names that have data. ValueError when the recipe starts from pretrained
+    weights that are not stored and cannot be acquired: no GPU hour is spent training from scratch by accident."""
     from bench_assets.rf100vl.datasets.store import current_version
     from bench_assets.rf100vl.defs.partitions import register_campaign
+    from bench_assets.rf100vl.training.pretrained import read_lock
+    from bench_assets.rf100vl.training.runplan import parse_model
 
     names, loaded = register_campaign(instance, home, model, recipe, suite, datasets)
     if not loaded.recipe.conformant:
         print(f"bench: recipe {loaded.path} is NOT protocol-conformant ({'; '.join(loaded.recipe.nonconformities())})"
               "; its numbers are marked non-conformant everywhere", file=sys.stderr)
+    ref = loaded.recipe.pretrained.get(parse_model(model).size)
+    if ref is not None and read_lock(home, model) is None and acquire_pretrained(instance, home, model, {}):
+        raise ValueError(f"{model}: the recipe {loaded.path} starts it from {ref.name} ({ref.repo}), which could not "
+                         f"be fetched (above); fix: `bench weights import PATH --model {model} --name {ref.name}` "
+                         "with the file, then run the campaign again")
     missing = [n for n in names if current_version(home / "datasets", n) is None]
     failed = materialize_datasets(instance, missing) if missing else []
     return [n for n in names if n not in failed]
@@ -579,16 +587,47 @@ def _results_parsers(sub: argparse._SubParsersAction) -> None:
     sub.add_parser("score", help="score a COCO predictions file: bench score GT PRED [--backend] [--max-det]")
 
 
-def cmd_weights_import(args: argparse.Namespace) -> int:
-    from bench_assets.rf100vl.training.pretrained import PretrainedError, import_weights
+def acquire_pretrained(instance: Any, home: Path, model: str, config: dict[str, Any]) -> bool:
+    """Materialize `rf100vl/pretrained` for `model` (registering its partition) with `config`; True when it failed
+    (the reason printed), else the stored lock is printed."""
+    from bench_assets.cli.location import run_job
+    from bench_assets.rf100vl.defs.jobs import PRETRAINED_OP, pretrained_job
+    from bench_assets.rf100vl.defs.partitions import register_model_partition
+    from bench_assets.rf100vl.training.pretrained import read_lock
 
+    register_model_partition(instance, model, home=home)
+    outcome = run_job(instance, pretrained_job, partition_key=model,
+                      run_config={"ops": {PRETRAINED_OP: {"config": config}}})
+    if report(outcome, f"pretrained {model}"):
+        return True
+    lock = read_lock(home, model) or {}
+    print(f"{model}: {lock['name']} sha256 {lock['sha256']} ({lock['params'] / 1e6:.2f} M parameters; "
+          f"{lock['loaded_tensors']} of {lock['model_tensors']} tensors load, the whole {lock['backbone']}; "
+          f"run {outcome.run_id})")
+    return False
+
+
+def _weights(config: dict[str, Any], model: str) -> int:
+    from bench_assets.platform.instance import open_instance
+
+    home = bench_home_path()
     try:
-        lock = import_weights(bench_home_path(), args.model, Path(args.path), name=args.name)
-    except (PretrainedError, ValueError) as exc:
-        return fail(str(exc))
-    print(f"{args.model}: {lock['name']} sha256 {lock['sha256']} ({lock['params'] / 1e6:.2f} M parameters; "
-          f"{lock['loaded_tensors']} of {lock['model_tensors']} tensors load, the whole {lock['backbone']})")
-    return 0
+        return 1 if acquire_pretrained(open_instance(home), home, model, config) else 0
+    except ValueError as exc:  # a key that is not a model
+        return fail(str(exc), 2)
+
+
+def cmd_weights_import(args: argparse.Namespace) -> int:
+    path = Path(args.path).expanduser().resolve()
+    return _weights({"path": str(path), "name": args.name or ""}, args.model)
+
+
+def cmd_weights_fetch(args: argparse.Namespace) -> int:
+    from bench_assets.rf100vl.training.recipes import recipe_names
+
+    if args.recipe and args.recipe not in recipe_names():
+        return fail(f"--recipe {args.recipe!r}: not a recipe name; choose one of {', '.join(recipe_names())}", 2)
+    return _weights({"recipe": args.recipe or "registered", "refresh": args.refresh}, args.model)
 
 
 def cmd_weights_list(args: argparse.Namespace) -> int:
@@ -604,7 +643,8 @@ def cmd_weights_list(args: argparse.Namespace) -> int:
         print(f"{lock['model']:<16} {lock['name']:<24} {lock['sha256'][:16]}  {lock['params'] / 1e6:7.2f} M  "
               f"{lock['loaded_tensors']}/{lock['model_tensors']} tensors  {src['kind']}: {where}")
     if not locks:
-        print("(no pretrained weights yet: `bench weights import PATH --model KEY`)")
+        print("(no pretrained weights yet: `bench weights fetch --model KEY` or `bench weights import PATH --model "
+              "KEY`)")
     return 0
 
 
@@ -617,6 +657,13 @@ def _weights_parser(sub: argparse._SubParsersAction) -> None:
     im.add_argument("--model", required=True, help="model key, e.g. yolo9-t")
     im.add_argument("--name", help="the name runs record (default: the file's name), e.g. LibreYOLO9t.pt")
     im.set_defaults(fn=cmd_weights_import)
+    fe = wt.add_parser("fetch", help="fetch the weights a model's recipe names from the Hugging Face hub (HF_ENDPOINT, "
+                                     "token from HF_TOKEN), check and lock them; kept when already stored")
+    fe.add_argument("--model", required=True, help="model key, e.g. rfdetr-n")
+    fe.add_argument("--recipe", help="the recipe naming the weights (default: the model's registered one, else "
+                                     "`default`)")
+    fe.add_argument("--refresh", action="store_true", help="fetch again even when they are stored")
+    fe.set_defaults(fn=cmd_weights_fetch)
     ls = wt.add_parser("list", help="the stored pretrained weights, each with its sha256")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(fn=cmd_weights_list)

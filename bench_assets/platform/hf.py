@@ -28,6 +28,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -263,3 +264,136 @@ def create_repo_unless_exists(api: Any, repo_id: str, *, repo_type: str, private
             return False
         raise
     return True
+
+
+# -- reading one file of a repo at a revision ------------------------------------------------------------
+
+
+class HubReadError(Exception):
+    """A file could not be read from a repo; families catch it and raise their own error with its message."""
+
+
+@dataclass(frozen=True)
+class RepoAt:
+    """A repo at one revision (branch, tag or commit sha), how to reach it, and what messages call it."""
+
+    access: HubAccess
+    repo_type: str  # "dataset" or "model", as huggingface_hub names them
+    repo_id: str
+    revision: str
+
+    @property
+    def endpoint(self) -> str:
+        return self.access.endpoint
+
+    @property
+    def where(self) -> str:
+        return f"{self.repo_type} repo {self.repo_id}"
+
+
+_UNREACHABLE_FIX = "check network or use a local import"
+_NOT_FOUND = (FailureKind.REVISION_NOT_FOUND, FailureKind.FILE_NOT_FOUND, FailureKind.REPO_NOT_FOUND)
+
+
+def _auth_message(at: RepoAt, filename: str, status: int | None) -> str:
+    where = f"{at.where} at {at.endpoint} (file {filename})"
+    if at.access.has_token:
+        return (
+            f"HTTP {status}: the token in HF_TOKEN was rejected or cannot read {where}; "
+            "set HF_TOKEN with read access to this repo"
+        )
+    return f"HTTP {status}: {where} requires authentication; set HF_TOKEN with read access"
+
+
+def _not_found_message(kind: FailureKind, at: RepoAt, filename: str, missing_hint: str) -> str:
+    if kind is FailureKind.REVISION_NOT_FOUND:
+        return f"revision {at.revision!r} not found in {at.where} at {at.endpoint}; check the branch, tag or commit"
+    if kind is FailureKind.FILE_NOT_FOUND:
+        return f"{filename} not found in {at.where} at {at.endpoint} (revision {at.revision}); {missing_hint}"
+    token_hint = (" or HF_TOKEN cannot read it" if at.access.has_token
+                  else "; if it is private, set HF_TOKEN with read access")
+    return (
+        f"{at.where} not found at {at.endpoint} (HTTP 404) while fetching {filename}{token_hint}; check the repo id "
+        f"and that it is a {at.repo_type} repo"
+    )
+
+
+def describe_read_failure(failure: HubFailure, at: RepoAt, filename: str, missing_hint: str) -> str:
+    """One actionable message for a failed read of ``filename``; ``missing_hint`` says how to fix its absence."""
+    kind, endpoint = failure.kind, at.endpoint
+    if kind is FailureKind.OFFLINE:
+        return f"HF_HUB_OFFLINE is set, cannot fetch {filename} from {endpoint}; unset it or use a local import"
+    if kind is FailureKind.TIMEOUT:
+        return f"cannot reach {endpoint}: no answer within {at.access.metadata_timeout_s:g} s; {_UNREACHABLE_FIX}"
+    if kind is FailureKind.UNREACHABLE:
+        return f"cannot reach {endpoint} ({failure.network_detail}); {_UNREACHABLE_FIX}"
+    if kind is FailureKind.GATED:
+        return (
+            f"{at.where} is gated; accept its conditions on the Hub with the account whose "
+            "token is in HF_TOKEN (set HF_TOKEN with read access)"
+        )
+    if kind is FailureKind.AUTH:
+        return _auth_message(at, filename, failure.status)
+    if kind in _NOT_FOUND:
+        return _not_found_message(kind, at, filename, missing_hint)
+    if kind is FailureKind.HTTP:
+        return f"HTTP {failure.status} from {endpoint} while fetching {filename} from {at.repo_id}: {failure.detail}"
+    if kind is FailureKind.NOT_A_HUB:
+        return f"{endpoint} did not answer like a Hugging Face Hub for {filename} ({failure.detail}); check HF_ENDPOINT"
+    return f"could not fetch {filename} from {at.where} at {endpoint}: {failure.detail}"
+
+
+def guarded_read(call: Callable[[], T], at: RepoAt, filename: str, missing_hint: str) -> T:
+    """``call()``, its failure raised as a :class:`HubReadError` worded for reading ``filename``."""
+    return guarded(call, at.access, lambda f: describe_read_failure(f, at, filename, missing_hint), HubReadError)
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What the Hub announces for a file at a revision."""
+
+    commit: str | None  # the commit sha the revision names (None when the endpoint sent none)
+    etag: str | None  # the sha256 of an LFS file, the git blob sha1 of another
+    size: int | None
+
+
+def file_metadata(at: RepoAt, filename: str, missing_hint: str) -> FileFacts:
+    """One quick metadata request for ``filename`` (no retries: an unreachable endpoint fails within the metadata
+    timeout)."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    access = at.access
+    url = hf_hub_url(at.repo_id, filename, repo_type=at.repo_type, revision=at.revision, endpoint=access.endpoint)
+    metadata = guarded_read(
+        lambda: get_hf_file_metadata(url, token=access.library_token, timeout=access.metadata_timeout_s,
+                                     endpoint=access.endpoint, retry_on_errors=False),
+        at, filename, missing_hint,
+    )
+    return FileFacts(metadata.commit_hash or None, metadata.etag, metadata.size)
+
+
+def pin_revision(at: RepoAt, filename: str, missing_hint: str) -> FileFacts:
+    """The metadata of ``filename`` at ``at.revision``, with the commit sha that revision names now (read the repo
+    at that commit from then on, so a push landing in between cannot mix two commits)."""
+    facts = file_metadata(at, filename, missing_hint)
+    if not facts.commit:
+        raise HubReadError(
+            f"{at.endpoint} sent no X-Repo-Commit header for {filename}; it does not look like a "
+            "Hugging Face Hub endpoint, check HF_ENDPOINT"
+        )
+    return facts
+
+
+def download_file(at: RepoAt, filename: str, cache_dir: Path, missing_hint: str) -> Path:
+    """``filename`` of the repo at ``at.revision`` (a commit sha, for a reproducible read), into the
+    huggingface_hub cache under ``cache_dir``."""
+    from huggingface_hub import hf_hub_download
+
+    access = at.access
+
+    def call() -> str:
+        return hf_hub_download(at.repo_id, filename, repo_type=at.repo_type, revision=at.revision,
+                               cache_dir=cache_dir, endpoint=access.endpoint, token=access.library_token,
+                               etag_timeout=access.metadata_timeout_s)
+
+    return Path(guarded_read(call, at, filename, missing_hint))

@@ -1,6 +1,6 @@
-"""The RF100-VL family: catalogue, datasets, checkpoints, predictions, scores and submissions, with their checks,
-jobs, schedules and the inbox sensor (`defs`), and what it hands the report (`contribution`): its warehouse
-tables, its campaign checks on the warehouse and the RF100-VL report page."""
+"""The RF100-VL family: catalogue, datasets, pretrained weights, checkpoints, predictions, scores and submissions,
+with their checks, jobs, schedules and the inbox sensor (`defs`), and what it hands the report (`contribution`): its
+warehouse tables, its campaign checks on the warehouse and the RF100-VL report page."""
 
 import dagster as dg
 
@@ -19,6 +19,7 @@ from bench_assets.rf100vl.defs.dataset_checks import catalog_checks, dataset_che
 from bench_assets.rf100vl.defs.jobs import JOBS
 from bench_assets.rf100vl.defs.partition_guard import rf100vl_partition_guard
 from bench_assets.rf100vl.defs.prediction_assets import predicted_classes_exist, predictions
+from bench_assets.rf100vl.defs.pretrained_assets import pretrained
 from bench_assets.rf100vl.defs.schedules import (
     rescore_on_scoring_change,
     rf100vl_backfill,
@@ -33,7 +34,7 @@ from bench_assets.rf100vl.report.warehouse_tables import TABLES
 from resources.gpu_lanes import GpuLanes
 
 defs = dg.Definitions(
-    assets=[catalog, dataset, checkpoint, predictions, scores, submission, campaign_status],
+    assets=[catalog, dataset, pretrained, checkpoint, predictions, scores, submission, campaign_status],
     asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, pretrained_weights_loaded, training_finished,
                   predicted_classes_exist, score_well_formed],
     jobs=list(JOBS),

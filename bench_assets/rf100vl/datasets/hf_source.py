@@ -38,16 +38,14 @@ from typing import Any, TypeVar
 
 from bench_assets.platform import hf
 from bench_assets.platform.fsutil import sha256_file
-from bench_assets.platform.hf import FailureKind, HubAccess, HubFailure
+from bench_assets.platform.hf import HubAccess, HubReadError, RepoAt
 
 LOCK_FILE = "lock.json"
 LOCK_FORMAT = "rf100vl-hf-lock.v1"
 REPO_TYPE = "dataset"
 _NAMES_SHOWN = 8
-_UNREACHABLE_FIX = "check network or use a local import"
 _MIRROR_FIX = "the mirror is corrupt or the lock is stale; re-upload or fix lock.json"
 _LOCK_MISSING_FIX = "upload lock.json at the repo root"
-_NOT_FOUND = (FailureKind.REVISION_NOT_FOUND, FailureKind.FILE_NOT_FOUND, FailureKind.REPO_NOT_FOUND)
 
 T = TypeVar("T")
 
@@ -74,152 +72,20 @@ class _LockEntry:
     version: str
 
 
-@dataclass(frozen=True)
-class _MirrorRevision:
-    """The mirror repo at one revision (branch, tag or commit sha) and how to reach it."""
-
-    access: HubAccess
-    repo_id: str
-    revision: str
-
-    @property
-    def endpoint(self) -> str:
-        return self.access.endpoint
-
-
-# -- failures, worded for someone fetching a dataset ------------------------------------------------
-
-
-def _auth_message(mirror: _MirrorRevision, filename: str, status: int | None) -> str:
-    where = f"dataset repo {mirror.repo_id} at {mirror.endpoint} (file {filename})"
-    if mirror.access.has_token:
-        return (
-            f"HTTP {status}: the token in HF_TOKEN was rejected or cannot read {where}; "
-            "set HF_TOKEN with read access to this repo"
-        )
-    return f"HTTP {status}: {where} requires authentication; set HF_TOKEN with read access"
-
-
-def _not_found_message(kind: FailureKind, mirror: _MirrorRevision, filename: str, missing_hint: str) -> str:
-    if kind is FailureKind.REVISION_NOT_FOUND:
-        return (
-            f"revision {mirror.revision!r} not found in dataset repo {mirror.repo_id} at {mirror.endpoint}; "
-            "check the branch, tag or commit"
-        )
-    if kind is FailureKind.FILE_NOT_FOUND:
-        return (
-            f"{filename} not found in dataset repo {mirror.repo_id} at {mirror.endpoint} "
-            f"(revision {mirror.revision}); {missing_hint}"
-        )
-    token_hint = (
-        " or HF_TOKEN cannot read it"
-        if mirror.access.has_token
-        else "; if it is private, set HF_TOKEN with read access"
-    )
-    return (
-        f"dataset repo {mirror.repo_id} not found at {mirror.endpoint} (HTTP 404) while fetching {filename}"
-        f"{token_hint}; check the repo id and that it is a dataset repo"
-    )
-
-
-def _failure_message(failure: HubFailure, mirror: _MirrorRevision, filename: str, missing_hint: str) -> str:
-    """One actionable message for a failed fetch of ``filename``; ``missing_hint`` says how to fix its absence."""
-    kind, endpoint = failure.kind, mirror.endpoint
-    if kind is FailureKind.OFFLINE:
-        return f"HF_HUB_OFFLINE is set, cannot fetch {filename} from {endpoint}; unset it or use a local import"
-    if kind is FailureKind.TIMEOUT:
-        timeout_s = mirror.access.metadata_timeout_s
-        return f"cannot reach {endpoint}: no answer within {timeout_s:g} s; {_UNREACHABLE_FIX}"
-    if kind is FailureKind.UNREACHABLE:
-        return f"cannot reach {endpoint} ({failure.network_detail}); {_UNREACHABLE_FIX}"
-    if kind is FailureKind.GATED:
-        return (
-            f"dataset repo {mirror.repo_id} is gated; accept its conditions on the Hub with the account whose "
-            "token is in HF_TOKEN (set HF_TOKEN with read access)"
-        )
-    if kind is FailureKind.AUTH:
-        return _auth_message(mirror, filename, failure.status)
-    if kind in _NOT_FOUND:
-        return _not_found_message(kind, mirror, filename, missing_hint)
-    if kind is FailureKind.HTTP:
-        return (
-            f"HTTP {failure.status} from {endpoint} while fetching {filename} from {mirror.repo_id}: "
-            f"{failure.detail}"
-        )
-    if kind is FailureKind.NOT_A_HUB:
-        return (
-            f"{endpoint} did not answer like a Hugging Face Hub for {filename} ({failure.detail}); "
-            "check HF_ENDPOINT"
-        )
-    return f"could not fetch {filename} from dataset repo {mirror.repo_id} at {endpoint}: {failure.detail}"
-
-
-def _guarded(call: Callable[[], T], mirror: _MirrorRevision, filename: str, missing_hint: str) -> T:
-    """``call()``, its failure raised as an :class:`HFSourceError` worded for fetching ``filename``."""
-    return hf.guarded(
-        call,
-        mirror.access,
-        lambda failure: _failure_message(failure, mirror, filename, missing_hint),
-        HFSourceError,
-    )
-
-
-# -- the fetch --------------------------------------------------------------------------------------
-
-
-def _resolve_commit(mirror: _MirrorRevision) -> str:
-    """The commit sha ``mirror.revision`` names, from one quick metadata request for lock.json."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url
-
-    access = mirror.access
-    url = hf_hub_url(
-        mirror.repo_id, LOCK_FILE, repo_type=REPO_TYPE, revision=mirror.revision, endpoint=access.endpoint
-    )
-    metadata = _guarded(
-        lambda: get_hf_file_metadata(
-            url,
-            token=access.library_token,
-            timeout=access.metadata_timeout_s,
-            endpoint=access.endpoint,
-            retry_on_errors=False,
-        ),
-        mirror,
-        LOCK_FILE,
-        f"{_LOCK_MISSING_FIX} (see bench_assets/rf100vl/datasets/hf_source.py)",
-    )
-    if not metadata.commit_hash:
-        raise HFSourceError(
-            f"{access.endpoint} sent no X-Repo-Commit header for {LOCK_FILE}; it does not look like a "
-            "Hugging Face Hub endpoint, check HF_ENDPOINT"
-        )
-    return metadata.commit_hash
-
-
-def _download(at_commit: _MirrorRevision, filename: str, cache_dir: Path, missing_hint: str) -> Path:
-    """``filename`` of the mirror at a commit sha, into the huggingface_hub cache under ``cache_dir``."""
-    from huggingface_hub import hf_hub_download
-
-    access = at_commit.access
-
-    def call() -> str:
-        return hf_hub_download(
-            at_commit.repo_id,
-            filename,
-            repo_type=REPO_TYPE,
-            revision=at_commit.revision,
-            cache_dir=cache_dir,
-            endpoint=access.endpoint,
-            token=access.library_token,
-            etag_timeout=access.metadata_timeout_s,
-        )
-
-    return Path(_guarded(call, at_commit, filename, missing_hint))
+def _as_source_error(call: Callable[[], T]) -> T:
+    """``call()``, a hub read failure (worded by platform/hf.py) raised as an :class:`HFSourceError`."""
+    error: HFSourceError
+    try:
+        return call()
+    except HubReadError as exc:
+        error = HFSourceError(str(exc))
+    raise error
 
 
 # -- the lock and the tar ---------------------------------------------------------------------------
 
 
-def _lock_error(at_commit: _MirrorRevision, problem: str) -> HFSourceError:
+def _lock_error(at_commit: RepoAt, problem: str) -> HFSourceError:
     return HFSourceError(
         f"{LOCK_FILE} in dataset repo {at_commit.repo_id} (commit {at_commit.revision}) {problem}; fix lock.json "
         f'(expected {{"format": "{LOCK_FORMAT}", "datasets": {{...}}}}, '
@@ -227,7 +93,7 @@ def _lock_error(at_commit: _MirrorRevision, problem: str) -> HFSourceError:
     )
 
 
-def _read_lock(path: Path, at_commit: _MirrorRevision) -> dict[str, Any]:
+def _read_lock(path: Path, at_commit: RepoAt) -> dict[str, Any]:
     """The ``datasets`` mapping of the downloaded lock.json."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -255,7 +121,7 @@ def _is_safe_repo_path(path: str) -> bool:
     return bool(path) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in path
 
 
-def _lock_entry(datasets: dict[str, Any], name: str, at_commit: _MirrorRevision) -> _LockEntry:
+def _lock_entry(datasets: dict[str, Any], name: str, at_commit: RepoAt) -> _LockEntry:
     """The checked lock entry of dataset ``name``."""
     if name not in datasets:
         raise HFSourceError(
@@ -278,7 +144,7 @@ def _lock_entry(datasets: dict[str, Any], name: str, at_commit: _MirrorRevision)
     return _LockEntry(file=file, sha256=sha.lower(), bytes=size, version=str(version))
 
 
-def _verify(path: Path, entry: _LockEntry, at_commit: _MirrorRevision) -> None:
+def _verify(path: Path, entry: _LockEntry, at_commit: RepoAt) -> None:
     where = f"{entry.file} from dataset repo {at_commit.repo_id} (commit {at_commit.revision}, local {path})"
     actual_size = path.stat().st_size
     if actual_size != entry.bytes:
@@ -307,13 +173,16 @@ def fetch_hf_dataset(
     bad lock, checksum mismatch).  Files land in the huggingface_hub cache layout under ``cache_dir``.
     """
     hf.configure_hub()
-    mirror = _MirrorRevision(HubAccess.from_env(endpoint), repo_id, revision or "main")
-    at_commit = replace(mirror, revision=_resolve_commit(mirror))
+    mirror = RepoAt(HubAccess.from_env(endpoint), REPO_TYPE, repo_id, revision or "main")
+    lock_hint = f"{_LOCK_MISSING_FIX} (see bench_assets/rf100vl/datasets/hf_source.py)"
+    pinned = _as_source_error(lambda: hf.pin_revision(mirror, LOCK_FILE, lock_hint))
+    at_commit = replace(mirror, revision=str(pinned.commit))
     cache_dir = Path(cache_dir)
 
-    lock_path = _download(at_commit, LOCK_FILE, cache_dir, _LOCK_MISSING_FIX)
+    lock_path = _as_source_error(lambda: hf.download_file(at_commit, LOCK_FILE, cache_dir, _LOCK_MISSING_FIX))
     entry = _lock_entry(_read_lock(lock_path, at_commit), name, at_commit)
-    tar_path = _download(at_commit, entry.file, cache_dir, f"{LOCK_FILE} lists it for {name!r}; {_MIRROR_FIX}")
+    tar_hint = f"{LOCK_FILE} lists it for {name!r}; {_MIRROR_FIX}"
+    tar_path = _as_source_error(lambda: hf.download_file(at_commit, entry.file, cache_dir, tar_hint))
     _verify(tar_path, entry, at_commit)
     return HFDatasetFile(
         name=name,

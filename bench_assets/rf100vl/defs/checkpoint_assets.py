@@ -6,7 +6,6 @@ import json
 import os
 import warnings
 from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,16 @@ from bench_assets.platform.findings import Finding
 from bench_assets.rf100vl.datasets.store import load_record
 from bench_assets.rf100vl.datasets.verify import ANNOTATIONS_FILE
 from bench_assets.rf100vl.defs.dataset_assets import dataset
-from bench_assets.rf100vl.defs.partitions import dataset_model_partitions, on_dataset, split_key
+from bench_assets.rf100vl.defs.partitions import dataset_model_partitions, on_dataset, on_model, split_key
+from bench_assets.rf100vl.defs.pretrained_assets import pretrained
+from bench_assets.rf100vl.defs.recipe_choice import RECIPE_HELP, RecipeChoice, recipe_override
 from bench_assets.rf100vl.report.plots import png_markdown, training_curves
 from bench_assets.rf100vl.scoring import sanity
 from bench_assets.rf100vl.training import run_store
 from bench_assets.rf100vl.training.launcher import log_tail, run_child
 from bench_assets.rf100vl.training.models import model_recipe
 from bench_assets.rf100vl.training.pretrained import starting_point
-from bench_assets.rf100vl.training.recipes import RecipeError, recipe_names, require_trainable
+from bench_assets.rf100vl.training.recipes import RecipeError, require_trainable
 from bench_assets.rf100vl.training.specs import TrainSpec
 from bench_assets.rf100vl.training.train_run import (
     TrainingFailed,
@@ -45,15 +46,8 @@ TRAIN_CHILD = "bench_assets.rf100vl.training.child.train"
 warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec")
 
 
-# The recipe names a launch may choose, as an enum: Dagster validates run config before it creates a run, so a
-# mistyped name is refused in the launchpad and never becomes a failed run that marks a good partition Failed.
-RecipeChoice = Enum("RecipeChoice", {n: n for n in ("registered", *recipe_names())})
-
-
 class CheckpointConfig(dg.Config):
-    recipe: RecipeChoice = Field(default=RecipeChoice["registered"], description="`registered`: the recipe the "
-                                 "model was registered with (bench campaign/train --recipe); or `default` (the "
-                                 "RF100-VL protocol), `smoke` (a short CPU run, not conformant), `gpu-smoke`.")
+    recipe: RecipeChoice = Field(default=RecipeChoice["registered"], description=RECIPE_HELP)
     force: bool = Field(default=False, description="Retrain even when a finished run with the same signature "
                         "(model, recipe, dataset version, code) exists; otherwise that run is reused.")
     timeout_minutes: float = Field(default=24 * 60.0, description="Wall-clock limit of the training child, minutes; "
@@ -101,7 +95,8 @@ def checkpoint_metadata(stats: dict, epochs: list[dict], skipped: bool, tried: l
 
 
 @dg.asset(key=["rf100vl", "checkpoint"], group_name="rf100vl", partitions_def=dataset_model_partitions,
-          ins={"dataset": dg.AssetIn(key=dataset.key, partition_mapping=on_dataset, dagster_type=dg.Nothing)},
+          ins={"dataset": dg.AssetIn(key=dataset.key, partition_mapping=on_dataset, dagster_type=dg.Nothing),
+               "pretrained": dg.AssetIn(key=pretrained.key, partition_mapping=on_model, dagster_type=dg.Nothing)},
           pool="gpu", kinds={"pytorch", "libreyolo"},
           op_tags=GPU_STEP_TAGS,
           description="Fine-tuned LibreYOLO weights: best epoch on valid mAP50-95 (`runs/<model>/<dataset>/<sig>/`).")
@@ -112,8 +107,7 @@ def checkpoint(context: dg.AssetExecutionContext, config: CheckpointRunConfig, h
     if record is None:
         raise dg.Failure(f"dataset {ds_name!r} has no stored version; materialize rf100vl/dataset first")
     try:
-        override = "" if config.recipe == RecipeChoice["registered"] else config.recipe.value
-        model, recipe = model_recipe(home.path, model_key, override)
+        model, recipe = model_recipe(home.path, model_key, recipe_override(config.recipe))
         require_trainable(recipe)  # the installed LibreYOLO can train this family, size and image size
         init = starting_point(home.path, model_key, recipe.recipe.pretrained.get(model.size))
     except (RecipeError, ValueError) as exc:

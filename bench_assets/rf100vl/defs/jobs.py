@@ -8,11 +8,14 @@ import dagster as dg
 from bench_assets.rf100vl.defs.checkpoint_assets import checkpoint
 from bench_assets.rf100vl.defs.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.defs.prediction_assets import predictions
+from bench_assets.rf100vl.defs.pretrained_assets import pretrained
 from bench_assets.rf100vl.defs.score_assets import scores
 from bench_assets.rf100vl.defs.submission_assets import submission
 
 dataset_job = dg.define_asset_job("rf100vl_dataset_job", selection=dg.AssetSelection.assets(dataset),
                                   description="Fetch, verify and version-lock one dataset partition.")
+pretrained_job = dg.define_asset_job("rf100vl_pretrained_job", selection=dg.AssetSelection.assets(pretrained),
+                                    description="Acquire, check and lock one model's pretrained weights.")
 catalog_job = dg.define_asset_job("rf100vl_catalog_job", selection=dg.AssetSelection.assets(catalog),
                                   description="The catalogue and the platform preflight checks.")
 campaign_job = dg.define_asset_job(
@@ -27,11 +30,12 @@ submission_job = dg.define_asset_job("rf100vl_submission_job", selection=dg.Asse
 rescore_job = dg.define_asset_job("rf100vl_rescore_job", selection=dg.AssetSelection.assets(scores),
                                   description="Recompute scores from saved predictions, without retraining.")
 
-JOBS = (dataset_job, catalog_job, train_job, campaign_job, eval_job, rescore_job, submission_job)
+JOBS = (dataset_job, pretrained_job, catalog_job, train_job, campaign_job, eval_job, rescore_job, submission_job)
 # The jobs whose runs make a (dataset, model) partition's progress (`bench status`, the coverage check).
 CAMPAIGN_JOBS = (campaign_job, train_job, eval_job)
 # The op of the dataset asset, for run config ({"ops": {DATASET_OP: {"config": ...}}}).
 DATASET_OP = dataset.op.name
+PRETRAINED_OP = pretrained.op.name
 
 
 def latest_runs(instance: Any) -> dict[str, str]:
