@@ -22,6 +22,7 @@ import pytest
 
 from bench_assets.report.dbt_build import build_report_db, report_db_path
 from bench_assets.report.dbt_project import ReportBuildError, prepare_manifest
+from bench_assets.rf100vl.report.warehouse_tables import PUBLISHED_FAMILIES, published_size_rank
 from tests.tables import TABLE_SCHEMAS, create_sql, dbt_python_model
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -48,7 +49,7 @@ IMPORTED = {"rfdetr-n-lb": {"aerial-a": (0.50, 0.70, 0.52, 0.66), "aerial-b": (0
                             "med-a": (0.30, 0.46, 0.29, 0.40), "med-b": (0.35, 0.52, 0.34, None)}}
 MODELS = {"yolov9-t": ("yolov9", "t", 0), "yolov9-s": ("yolov9", "s", 1), "dfine-n": ("dfine", "n", 0)}
 PUBLISHED = {"rfdetr-n": ("RF-DETR", "N", 0.577), "rfdetr-s": ("RF-DETR", "S", 0.602),
-             "lwdetr-t": ("LW-DETR", "T", 0.571)}
+             "lwdetr-t": ("LW-DETR", "T", 0.571), "dfine-n-readme": ("D-FINE", "N", 0.05)}
 
 
 def _wall_seconds(model: str, dataset: str) -> float:
@@ -67,7 +68,9 @@ def warehouse_rows() -> dict[str, list[dict[str, Any]]]:
     rows["models"] = [{"model": m, "family": f, "size": s, "size_rank": r, "recipe": "default",
                        "recipe_conformant": True, "suite": "lab", "expected_datasets": len(LAB)}
                       for m, (f, s, r) in MODELS.items()]
-    rows["published"] = [{"model": m, "family": f, "size": s, "mAP50_95": v, "source": "README"}
+    rows["published"] = [{"model": m, "family": f, "size": s, "mAP50_95": v, "source": "README",
+                          "libreyolo_family": PUBLISHED_FAMILIES.get(f),
+                          "size_rank": published_size_rank(PUBLISHED_FAMILIES.get(f), s)}
                          for m, (f, s, v) in PUBLISHED.items()]
     for model, scores in OURS.items():
         family, size, _ = MODELS[model]
@@ -234,6 +237,23 @@ def test_published_comparison_ranks_everyone_against_the_best_published(built: t
     assert by["rfdetr-s"]["rank_overall"] == 1 and by["rfdetr-s"]["datasets_scored"] is None
     assert by["yolov9-s"]["family"] == "yolov9" and by["yolov9-s"]["datasets_scored"] == 6
     assert [r["rank_overall"] for r in rows] == sorted(r["rank_overall"] for r in rows)
+
+
+def test_published_comparison_groups_ours_under_the_published_family_beside_the_same_size(
+        built: tuple[Path, dict]) -> None:
+    home, _ = built
+    by = {(r["model"], r["origin"]): r
+          for r in query(report_db_path(home), "SELECT * FROM rf100vl_published_comparison")}
+    ours, published = by[("dfine-n", "ours")], by[("dfine-n-readme", "published")]
+    assert (ours["family_label"], published["family_label"]) == ("D-FINE", "D-FINE")
+    assert ours["size_rank"] == published["size_rank"] == 0  # n is D-FINE's first size in LibreYOLO's order
+    assert ours["published_same_size"] == "dfine-n-readme"
+    assert ours["delta_vs_published_same_size"] == pytest.approx(mean_defined(v[0] for v in OURS["dfine-n"].values())
+                                                                 - 0.05)
+    # A family no published row stands for keeps its own key, with nothing to reproduce.
+    t = by[("yolov9-t", "ours")]
+    assert (t["family_label"], t["size_rank"], t["published_same_size"]) == ("yolov9", 0, None)
+    assert by[("rfdetr-s", "published")]["size_rank"] > by[("rfdetr-n", "published")]["size_rank"]
 
 
 def test_model_comparison_is_a_deterministic_paired_bootstrap(built: tuple[Path, dict]) -> None:
@@ -558,7 +578,7 @@ def test_only_comparable_rows_get_a_leaderboard_rank_and_the_others_say_why(buil
     rows = query(db, "SELECT * FROM rf100vl_published_comparison")
     assert {r["model"]: r["leaderboard_rank"] for r in rows} == {
         "rfdetr-s": 1, "rfdetr-n": 2, "lwdetr-t": 3, "yolov9-t": None, "yolov9-s": None, "dfine-n": None,
-        "rfdetr-n-lb": None}
+        "rfdetr-n-lb": None, "dfine-n-readme": 4}
     assert all(r["not_comparable_because"] == board[r["model"]]["not_comparable_because"]
                for r in rows if r["origin"] != "published")
     # Before devices are recorded (this warehouse's runs have none), hours are not called CPU or GPU.
@@ -594,4 +614,4 @@ def test_hours_follow_the_device_runs_record_and_a_complete_conformant_model_is_
     assert (cpu["comparable"], cpu["not_comparable_because"], cpu["leaderboard_rank"]) == (True, None, 4)
     ranks = {r["model"]: r["leaderboard_rank"] for r in query(db, "SELECT * FROM rf100vl_published_comparison")}
     assert ranks == {"rfdetr-s": 1, "rfdetr-n": 2, "lwdetr-t": 3, "dfine-n": 4, "yolov9-t": None,
-                     "yolov9-s": None, "rfdetr-n-lb": None}
+                     "yolov9-s": None, "rfdetr-n-lb": None, "dfine-n-readme": 5}

@@ -53,7 +53,8 @@ DDL = {
         "model VARCHAR, origin VARCHAR, family VARCHAR, size VARCHAR, mAP50_95 DOUBLE, "
         "datasets_scored BIGINT, benchmark_datasets_scored BIGINT, benchmark_datasets BIGINT, "
         "protocol_conformant BOOLEAN, comparable BOOLEAN, not_comparable_because VARCHAR, "
-        "leaderboard_rank BIGINT, delta_vs_best_published DOUBLE"),
+        "leaderboard_rank BIGINT, delta_vs_best_published DOUBLE, family_label VARCHAR, size_rank BIGINT, "
+        "published_same_size VARCHAR, delta_vs_published_same_size DOUBLE"),
     "rf100vl_model_comparison": (
         "model_a VARCHAR, model_b VARCHAR, datasets BIGINT, mean_diff DOUBLE, ci_low DOUBLE, "
         "ci_high DOUBLE, distinguishable BOOLEAN"),
@@ -101,11 +102,16 @@ def _rows() -> dict[str, list[tuple[Any, ...]]]:
         "rf100vl_train_cost": [("ours-a", 4, 31.25, 52.0833, "gpu", 47.5, 100.0, 1),
                        ("ours-b", 3, 20.0, 0.05372, "cpu", 40.0, 100.0, 0)],
         "rf100vl_published_comparison": [
-            ("yolo-pub-l", "published", "yolo", "l", 0.4901, None, None, None, None, True, None, 1, 0.0),
-            ("ours-a", "ours", "ours", "s", 0.4853, 100, 100, 100, True, True, None, 2, -0.0048),
-            ("yolo-pub-s", "published", "yolo", "s", 0.30, None, None, None, None, True, None, 3, -0.1901),
-            ("ours-b", "ours", "ours", "n", 0.35, 3, 3, 100, False, False, OURS_B_WHY, None, -0.1401),
-            (EVIL, "imported", None, None, 0.225, 4, 4, 100, None, False, EVIL_WHY, None, -0.2651),
+            ("yolo-pub-l", "published", "yolo", "l", 0.4901, None, None, None, None, True, None, 1, 0.0,
+             "YOLO", 3, None, None),
+            ("ours-a", "ours", "ours", "s", 0.4853, 100, 100, 100, True, True, None, 2, -0.0048,
+             "YOLO", 1, "yolo-pub-s", 0.1853),
+            ("yolo-pub-s", "published", "yolo", "s", 0.30, None, None, None, None, True, None, 3, -0.1901,
+             "YOLO", 1, None, None),
+            ("ours-b", "ours", "ours", "n", 0.35, 3, 3, 100, False, False, OURS_B_WHY, None, -0.1401,
+             "ours", 0, None, None),
+            (EVIL, "imported", None, None, 0.225, 4, 4, 100, None, False, EVIL_WHY, None, -0.2651,
+             None, None, None, None),
         ],
         "rf100vl_model_comparison": [
             ("ours-a", "ours-b", 3, 0.0333, -0.05, 0.1433, False),
@@ -173,6 +179,19 @@ def test_markdown_numbers_are_x100_one_decimal(rendered: tuple[Any, str, str]) -
     weakest = md.split("## 5 weakest datasets per model")[1].split("##")[0]
     assert "| ours-a | ours | 1 | d3 | medical | 20.0 |" in weakest
     assert weakest.count(f"| {EVIL.replace('<', '&lt;').replace('>', '&gt;')} |") == 4
+
+
+def test_rows_are_grouped_by_family_and_size_each_beside_the_published_row_it_reproduces(
+        rendered: tuple[Any, str, str]) -> None:
+    out, md, page = rendered
+    grouped = next(t for t in _md_tables(md) if t and "Published (same size)" in t[0])
+    assert [(r["Family"], r["Size"], r["Model"]) for r in grouped] == [
+        ("YOLO", "s", "yolo-pub-s"), ("YOLO", "s", "ours-a"), ("YOLO", "l", "yolo-pub-l"), ("ours", "n", "ours-b"),
+        ("—", "—", EVIL)]
+    a = grouped[1]
+    assert (a["Published (same size)"], a["vs published"], a["Not ranked because"]) == ("yolo-pub-s", "+18.5", "")
+    assert grouped[3]["vs published"] == "—" and grouped[3]["Not ranked because"] == OURS_B_WHY
+    assert grouped == next(t for t in _html_tables(page) if t and "Published (same size)" in t[0])
 
 
 def test_headline_and_findings(rendered: tuple[Any, str, str]) -> None:

@@ -73,7 +73,8 @@ MARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "rf100vl_published_comparison": (
         ("model", "origin", "family", "size", "mAP50_95", "datasets_scored", "benchmark_datasets_scored",
          "benchmark_datasets", "protocol_conformant", "comparable", "not_comparable_because", "leaderboard_rank",
-         "delta_vs_best_published"),
+         "delta_vs_best_published", "family_label", "size_rank", "published_same_size",
+         "delta_vs_published_same_size"),
         'leaderboard_rank NULLS LAST, "mAP50_95" DESC, model, origin'),
     "rf100vl_model_comparison": (("model_a", "model_b", "datasets", "mean_diff", "ci_low", "ci_high",
                                   "distinguishable"), "model_a, model_b"),
@@ -371,7 +372,7 @@ def _report_blocks(data: _ReportData) -> list[Block]:
         return blocks + [Heading("No models yet"), Paragraph(f"No models yet — {why}")] + _headline(data)
     blocks += [_counts_paragraph(data)] + _headline(data)
     for section in (_leaderboard_blocks, _domain_blocks, _train_cost_blocks, _weakest_blocks, _valid_vs_test_blocks,
-                    _per_dataset_blocks, _published_blocks, _model_comparison_blocks):
+                    _per_dataset_blocks, _published_blocks, _family_blocks, _model_comparison_blocks):
         blocks += section(data)
     return blocks
 
@@ -460,6 +461,35 @@ def _published_blocks(data: _ReportData) -> list[Block]:
                     fmt_ap(r["mAP50_95"]), coverage(r), conformance(r), fmt_ap_diff(r["delta_vs_best_published"]),
                     not_ranked_because(r)] for r in rows],
                   numeric=[0, 5, 8])]
+
+
+_ORIGIN_ORDER = {"published": 0, "ours": 1, "imported": 2}
+
+
+def _family_order(r: Row) -> tuple[Any, ...]:
+    """Family, then size in the family's order, published before ours before imported; rows without a family last."""
+    size_rank = _num(r["size_rank"])
+    return (r["family_label"] is None, r["family_label"] or "", size_rank is None, size_rank or 0,
+            (r["size"] or "").lower(), _ORIGIN_ORDER.get(r["origin"], 3), r["model"])
+
+
+def _family_blocks(data: _ReportData) -> list[Block]:
+    """Every row of the published comparison grouped like the published results: by family and size, each of ours
+    beside the published row of its family and size."""
+    rows = sorted(data.marts["rf100vl_published_comparison"], key=_family_order)
+    if not any(r["origin"] != "published" for r in rows):
+        return []
+    return [Heading("By family and size"),
+            Paragraph("The published results' families (our rfdetr runs under RF-DETR, yolo9 under \"YOLOv9 "
+                      "(LibreYOLO)\"), sizes in the family's order. \"vs published\" is a row's mAP50-95 minus the "
+                      "published number of the same family and size, the row it tries to reproduce; it says "
+                      "something only when the row is comparable (\"Not ranked because\" is empty)."),
+            table(["Family", "Size", "Model", "Origin", "mAP50-95", "Published (same size)", "vs published",
+                   "Not ranked because"],
+                  [[r["family_label"] or "—", r["size"] or "—", r["model"], r["origin"], fmt_ap(r["mAP50_95"]),
+                    r["published_same_size"] or "—", fmt_ap_diff(r["delta_vs_published_same_size"]),
+                    not_ranked_because(r)] for r in rows],
+                  numeric=[4, 6])]
 
 
 def _model_comparison_blocks(data: _ReportData) -> list[Block]:

@@ -89,9 +89,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "recipe_file": "VARCHAR", "recipe_sha256": "VARCHAR", "recipe_conformant": "BOOLEAN",
         "recipe_nonconformities": "VARCHAR[]", "suite": "VARCHAR", "expected_datasets": "BIGINT",
     },
-    # Published RF100-VL mAP50-95 of other detectors (vendored CSV), for the comparison mart.
+    # Published RF100-VL mAP50-95 of other detectors (vendored CSV), for the comparison mart; with the LibreYOLO
+    # family the published name stands for (NULL when LibreYOLO has none) and the size's place in its family.
     "published": {"model": "VARCHAR", "family": "VARCHAR", "size": "VARCHAR", "mAP50_95": "DOUBLE",
-                  "source": "VARCHAR"},
+                  "source": "VARCHAR", "libreyolo_family": "VARCHAR", "size_rank": "BIGINT"},
     # va.submission.v1 files: ours (BENCH_HOME/submissions/<model>.json) and imported ones
     # (BENCH_HOME/submissions/imported/<model>.json), one row each.
     "submissions": {
@@ -315,6 +316,28 @@ def _model_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The LibreYOLO family each published family name stands for (the published rows' own model keys say so:
+# rfdetr-n, lwdetr-t, dfine-n; libreyolo9-t is LibreYOLO's yolo9). YOLO11 and YOLO26 are not LibreYOLO families.
+PUBLISHED_FAMILIES = {"RF-DETR": "rfdetr", "LW-DETR": "lwdetr", "D-FINE": "dfine", "YOLOv9 (LibreYOLO)": "yolo9"}
+# Size order for a published family LibreYOLO does not list (or a size it does not have), after LibreYOLO's sizes.
+GENERIC_SIZES = ("atto", "femto", "pico", "n", "t", "s", "m", "c", "l", "x", "xl", "2xl")
+
+
+def published_size_rank(libreyolo_family: str | None, size: str) -> int | None:
+    """A published size's place in its family: LibreYOLO's size order when the family and size are LibreYOLO's,
+    else after those in GENERIC_SIZES order; None for a size named nowhere."""
+    from bench_assets.rf100vl.training.families import FamilyError, family
+
+    size = size.lower()
+    try:
+        order = family(libreyolo_family).size_names if libreyolo_family else []
+    except FamilyError:
+        order = []
+    if size in order:
+        return order.index(size)
+    return len(GENERIC_SIZES) + GENERIC_SIZES.index(size) if size in GENERIC_SIZES else None
+
+
 def _published_rows(home: Path) -> pd.DataFrame:
     import csv
     from importlib import resources
@@ -322,7 +345,12 @@ def _published_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
     text = resources.files("bench_assets.rf100vl").joinpath("data/rf100vl_published.csv").read_text()
-    return pd.DataFrame([{**r, "mAP50_95": float(r["mAP50_95"])} for r in csv.DictReader(text.splitlines())])
+    rows = []
+    for r in csv.DictReader(text.splitlines()):
+        ours = PUBLISHED_FAMILIES.get(r["family"])
+        rows.append({**r, "mAP50_95": float(r["mAP50_95"]), "libreyolo_family": ours,
+                     "size_rank": published_size_rank(ours, r["size"])})
+    return pd.DataFrame(rows)
 
 
 def _submission_files(home: Path) -> list[tuple[str, Path]]:

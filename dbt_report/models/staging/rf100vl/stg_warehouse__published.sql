@@ -3,5 +3,7 @@ select
     family,
     size,
     mAP50_95,
-    source
+    source,
+    libreyolo_family,
+    size_rank
 from {{ source('warehouse', 'published') }}
