@@ -17,6 +17,14 @@ wall and CPU time, the outcome counts, every file's seconds and the 15 slowest t
 
     .venv/bin/python benchmarks/suite_time.py            # make test's run: ~25-40 min on 2 cores
     .venv/bin/python benchmarks/suite_time.py --fast     # make test-fast's: ~1-1.5 min
+    .venv/bin/python benchmarks/suite_time.py --against a4f80b8 [--fast]   # side by side, one result file
+
+`--against COMMIT` runs that commit's suite first (a detached git worktree in a temp dir, `PYTHONPATH` pointing at
+it so every `bench` and child process imports its code), then this checkout's, on the same machine with the same
+venv, workers and arguments, and writes `suite_time_against.json` (`suite_time_against_fast.json`): both runs, the
+ratios this/that of wall time and of the machine's busy CPU seconds, and the test ids: every id of that commit must
+still be here or have its move recorded in `benchmarks/suite_moves.json` (`{"old id": "new id"}`); the ones that
+are neither are listed as `missing`.
 
 Needs what `make test` installs first (`scripts/system_deps.sh`: Chromium, Redis, PostgreSQL). Exits with pytest's
 exit code. Not a test: never run by pytest.
@@ -25,6 +33,7 @@ exit code. Not a test: never run by pytest.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -38,18 +47,10 @@ from typing import Any
 
 from _result import RESULTS, command, git_state, machine_facts, minutes, now, write_result
 
+from bench_assets.platform.provenance import machine_busy_s
+
 REPO = Path(__file__).resolve().parent.parent
 FAST_SELECTION = "not slow and not integration"  # the Makefile's test-fast target
-
-
-def machine_busy_s() -> float | None:
-    """CPU seconds every CPU of the machine has been busy since boot (not idle, not waiting on I/O): /proc/stat."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    except (OSError, ValueError, IndexError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # user nice system idle iowait irq softirq steal
 
 
 def pytest_args(workers: int, fast: bool = False, junit: Path | None = None) -> list[str]:
@@ -73,11 +74,21 @@ def file_of(case: ET.Element) -> str:
     return "/".join(parts) + ".py" if parts else "?"
 
 
+def test_id(case: ET.Element) -> str:
+    """pytest's node id of a JUnit testcase: `tests/x/test_y.py::Class::test_z[param]` (the class when there is one)."""
+    parts = case.get("classname", "").split(".")
+    inner = []
+    while parts and not parts[-1].startswith("test_"):
+        inner.insert(0, parts.pop())
+    return "::".join([file_of(case), *inner, case.get("name", "?")])
+
+
 def read_junit(path: Path) -> dict[str, Any]:
-    """Outcome counts, seconds and test count per file, and the slowest tests, from pytest's JUnit XML."""
+    """Outcome counts, seconds and test count per file, the slowest tests and every test id, from pytest's JUnit
+    XML."""
     outcomes = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     per_file: dict[str, list[float]] = defaultdict(list)
-    tests = []
+    tests, ids = [], []
     for case in ET.parse(path).getroot().iter("testcase"):
         seconds = float(case.get("time") or 0.0)
         kinds = {child.tag for child in case}
@@ -92,53 +103,114 @@ def read_junit(path: Path) -> dict[str, Any]:
         f = file_of(case)
         per_file[f].append(seconds)
         tests.append({"test": f"{f}::{case.get('name')}", "seconds": round(seconds, 1)})
+        ids.append(test_id(case))
     files = sorted(({"file": f, "seconds": round(sum(s), 1), "tests": len(s)} for f, s in per_file.items()),
                    key=lambda r: -r["seconds"])
     slowest = sorted(tests, key=lambda r: -r["seconds"])[:15]
-    return {"outcomes": outcomes, "tests": len(tests), "files": files, "slowest": slowest}
+    return {"outcomes": outcomes, "tests": len(tests), "files": files, "slowest": slowest, "ids": sorted(ids)}
+
+
+def run_suite(repo: Path, workers: int, fast: bool) -> dict[str, Any]:
+    """`make test`'s pytest run (`make test-fast`'s with `fast`) of the checkout at `repo`, timed: wall, CPU of the
+    pytest process tree, the machine's busy seconds, outcomes, per-file seconds and every test id."""
+    env = {**makefile_env(), "PYTHONPATH": str(repo)}
+    with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy_s()
+        t0 = time.perf_counter()
+        code = subprocess.run(pytest_args(workers, fast, junit), cwd=repo, env=env).returncode
+        wall = time.perf_counter() - t0
+        after, busy_after = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy_s()
+        if not junit.exists():
+            raise SystemExit(f"suite_time: pytest exited {code} in {repo} without a report; nothing written")
+        found = read_junit(junit)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"pytest_exit_code": code, "wall": minutes(wall), "cpu": minutes(cpu), "wall_s": round(wall, 1),
+            "cpu_s": round(cpu, 1), "cpu_per_wall": round(cpu / wall, 2),
+            "machine_busy_s": None if busy_before is None or busy_after is None else round(busy_after - busy_before, 1),
+            **found}
+
+
+def say(run: dict[str, Any], label: str = "") -> None:
+    o = run["outcomes"]
+    print(f"{label}{run['tests']} tests: {o['passed']} passed, {o['failed']} failed, {o['errors']} errors, "
+          f"{o['skipped']} skipped in {run['wall']} wall, {run['cpu']} CPU in pytest's process tree "
+          f"({run['cpu_per_wall']:.2f} cores busy), machine busy {run['machine_busy_s']} s")
+    for row in run["files"][:10]:
+        print(f"  {row['seconds']:8.1f} s  {row['file']} ({row['tests']} tests)")
+
+
+MOVES = REPO / "benchmarks" / "suite_moves.json"
+
+
+def compare_ids(before: list[str], after: list[str], moves: dict[str, str]) -> dict[str, Any]:
+    """Which test ids of the earlier run are here, moved (recorded in `moves` and the new id present) or missing."""
+    here = set(after)
+    moved = {old: new for old, new in moves.items() if old in before and old not in here and new in here}
+    missing = sorted(t for t in before if t not in here and t not in moved)
+    return {"before": len(before), "after": len(after), "kept": sum(t in here for t in before), "moved": moved,
+            "missing": missing, "added": len(here - set(before))}
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else round(a / b, 3)
+
+
+def against(commit: str, workers: int, fast: bool) -> dict[str, Any]:
+    """That commit's suite, then this checkout's, side by side."""
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{commit}^{{commit}}"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="suite-against-") as tmp:
+        tree = Path(tmp) / "baseline"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), sha], check=True,
+                       capture_output=True)
+        try:
+            (tree / ".venv").symlink_to(REPO / ".venv")  # tests that run .venv/bin/bench find it
+            print(f"suite_time: the suite of {sha[:12]} (in {tree})", flush=True)
+            baseline = run_suite(tree, workers, fast)
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    say(baseline, f"{sha[:12]}: ")
+    print("suite_time: the suite of this checkout", flush=True)
+    current = run_suite(REPO, workers, fast)
+    say(current, "this checkout: ")
+    moves = json.loads(MOVES.read_text()) if MOVES.is_file() else {}
+    return {"against": {"commit": sha, **baseline}, "this": {"git": git_state(), **current},
+            "wall_ratio": ratio(current["wall_s"], baseline["wall_s"]),
+            "machine_busy_ratio": ratio(current["machine_busy_s"], baseline["machine_busy_s"]),
+            "cpu_ratio": ratio(current["cpu_s"], baseline["cpu_s"]),
+            "ids": compare_ids(baseline["ids"], current["ids"], moves)}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fast", action="store_true", help="make test-fast's selection (no Dagster runs, dbt, servers)")
     ap.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (the Makefile's TEST_WORKERS)")
+    ap.add_argument("--against", metavar="COMMIT", help="run that commit's suite first and compare (one result file)")
     ap.add_argument("--output", type=Path)
     args = ap.parse_args(argv)
-    output = args.output or RESULTS / ("suite_time_fast.json" if args.fast else "suite_time.json")
+    name = "suite_time_against" if args.against else "suite_time"
+    output = args.output or RESULTS / f"{name}{'_fast' if args.fast else ''}.json"
 
     started_at, facts = now(), machine_facts()
-    env = makefile_env()
-    with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
-        junit = Path(tmp) / "junit.xml"
-        before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy_s()
-        t0 = time.perf_counter()
-        code = subprocess.run(pytest_args(args.workers, args.fast, junit), cwd=REPO, env=env).returncode
-        wall = time.perf_counter() - t0
-        after, busy_after = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy_s()
-        if not junit.exists():
-            print(f"suite_time: pytest exited {code} without a report; nothing written", file=sys.stderr)
-            return code or 1
-        found = read_junit(junit)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    end_load = os.getloadavg()
-    doc = {
-        "benchmark": "suite_time", "date": started_at, "machine": facts,
-        "load_average_at_end_1m": round(end_load[0], 2), "command": command(), "git": git_state(),
-        "selection": f"make test-fast (-m '{FAST_SELECTION}')" if args.fast else "make test (the whole suite)",
-        "workers": args.workers, "pytest_exit_code": code,
-        "wall": minutes(wall), "cpu": minutes(cpu), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-        "cpu_per_wall": round(cpu / wall, 2),
-        "machine_busy_s": None if busy_before is None or busy_after is None else round(busy_after - busy_before, 1),
-        **found,
-    }
+    head = {"benchmark": name, "date": started_at, "machine": facts, "command": command(),
+            "selection": f"make test-fast (-m '{FAST_SELECTION}')" if args.fast else "make test (the whole suite)",
+            "workers": args.workers}
+    if args.against:
+        doc = {**head, **against(args.against, args.workers, args.fast)}
+        doc["load_average_at_end_1m"] = round(os.getloadavg()[0], 2)
+        write_result(output, doc)
+        ids = doc["ids"]
+        print(f"wall x{doc['wall_ratio']}, machine busy x{doc['machine_busy_ratio']}, pytest CPU x{doc['cpu_ratio']}; "
+              f"test ids: {ids['kept']} of {ids['before']} kept, {len(ids['moved'])} moved, {len(ids['missing'])} "
+              f"missing, {ids['added']} added -> {output}")
+        return doc["this"]["pytest_exit_code"] or doc["against"]["pytest_exit_code"]
+    run = run_suite(REPO, args.workers, args.fast)
+    run.pop("ids")
+    doc = {**head, "load_average_at_end_1m": round(os.getloadavg()[0], 2), "git": git_state(), **run}
     write_result(output, doc)
-    o = found["outcomes"]
-    print(f"{found['tests']} tests: {o['passed']} passed, {o['failed']} failed, {o['errors']} errors, "
-          f"{o['skipped']} skipped in {minutes(wall)} wall, {minutes(cpu)} CPU in pytest's process tree "
-          f"({cpu / wall:.2f} cores busy), machine busy {doc['machine_busy_s']} s")
-    for row in found["files"][:10]:
-        print(f"  {row['seconds']:8.1f} s  {row['file']} ({row['tests']} tests)")
-    return code
+    say(run)
+    return run["pytest_exit_code"]
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.suite_cost"]  # wall, CPU and the ten most expensive files at the end of every run
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus"
 BENCH = [sys.executable, "-m", "bench_assets.cli"]

@@ -83,3 +83,15 @@ def hardware_facts() -> dict[str, Any]:
         facts.update(gpu=props.name, gpu_memory_gb=round(props.total_memory / 2**30, 1),
                      cuda_version=torch.version.cuda)
     return facts
+
+
+def machine_busy_s(stat: str | None = None) -> float | None:
+    """CPU seconds every CPU of the machine has been busy since boot (not idle, not waiting on I/O), from /proc/stat;
+    the difference over a run is the CPU the run cost on an otherwise idle machine. None where /proc is absent."""
+    try:
+        text = stat if stat is not None else Path("/proc/stat").read_text()
+        fields = [int(x) for x in text.splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # user nice system idle iowait irq softirq steal
