@@ -14,6 +14,7 @@ import dagster as dg
 
 from bench_assets.augbench.naming import augbench_dir, resolved_config_file
 from bench_assets.augbench.support import LIBRARIES
+from bench_assets.platform.automation import sensor_interval_s
 from resources.bench_home import BenchHome
 
 warnings.filterwarnings("ignore", message="Class `MultiToSingleDimensionPartitionMapping` is currently in beta")
@@ -69,7 +70,7 @@ def guard_configs(instance: dg.DagsterInstance, home: Path, assets: list) -> lis
     return sorted(unknown.items())
 
 
-@dg.sensor(name="augbench_partition_guard", minimum_interval_seconds=30,
+@dg.sensor(name="augbench_partition_guard", minimum_interval_seconds=sensor_interval_s(30),
            default_status=dg.DefaultSensorStatus.RUNNING,
            description="Removes augbench config partitions that are not a registered config (e.g. typed into the "
                        "UI's 'Add a partition'), with their status, and says why per name.")

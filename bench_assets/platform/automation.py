@@ -8,9 +8,29 @@ that window is taken as handled, and the warehouse, then the leaderboard, stay s
 2026-12-02 on a slower host; tests/report/test_automation.py replays it). Here only a request clears a change, and
 not in a tick that sees a newer one. The cost: a rebuild that already read the newer change runs once more, and a
 manual rebuild is followed by one automatic rebuild.
+
+How often the sensors (the automation sensors among them) may evaluate: each declares its own minimum interval;
+`BENCH_SENSOR_INTERVAL_S`, when set where the code location loads, replaces every one of them (tests that wait on a
+sensor set it short; a deployment leaves it unset and keeps the declared intervals).
 """
 
+import os
+
 import dagster as dg
+
+SENSOR_INTERVAL_ENV = "BENCH_SENSOR_INTERVAL_S"
+
+
+def sensor_interval_s(declared: int) -> int:
+    """`declared`, or the whole seconds `BENCH_SENSOR_INTERVAL_S` names (at least 1) when it is set."""
+    raw = os.environ.get(SENSOR_INTERVAL_ENV, "").strip()
+    if not raw:
+        return declared
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        raise ValueError(f"{SENSOR_INTERVAL_ENV}={raw!r}: not a whole number of seconds; fix: set it to e.g. 5, or "
+                         "unset it for the declared intervals") from None
 
 AC = dg.AutomationCondition
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from bench_assets.platform.automation import sensor_interval_s
 from bench_assets.platform.contribution import Family
 from bench_assets.report.dbt_assets import report_dbt_assets
 from bench_assets.report.jobs import REPORT_SELECTION, report_job, warehouse_job
@@ -20,7 +21,7 @@ def build_defs(*families: Family) -> dg.Definitions:
     # from the UI, a backfill or the inbox sensor reaches the report without anyone launching it.
     report_automation = dg.AutomationConditionSensorDefinition(
         "report_automation", target=REPORT_SELECTION,
-        default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=sensor_interval_s(30),
     )
     # report_dbt_assets is None only in a `bench` process that never builds the report and found no manifest
     own = dg.Definitions(assets=[a for a in (warehouse, report_dbt_assets, rendered) if a is not None],

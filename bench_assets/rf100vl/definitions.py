@@ -4,6 +4,7 @@ warehouse tables, its campaign checks on the warehouse and the RF100-VL report p
 
 import dagster as dg
 
+from bench_assets.platform.automation import sensor_interval_s
 from bench_assets.platform.contribution import FamilyContribution
 from bench_assets.platform.report_pages import Page
 from bench_assets.rf100vl.campaign.priority import run_priority
@@ -41,7 +42,7 @@ defs = dg.Definitions(
     sensors=[inbox_sensor, rescore_on_scoring_change, rf100vl_partition_guard,
              dg.AutomationConditionSensorDefinition(  # the campaign view refreshes itself when a score lands
                  "rf100vl_automation", target=[campaign_status], default_status=dg.DefaultSensorStatus.RUNNING,
-                 minimum_interval_seconds=30)],
+                 minimum_interval_seconds=sensor_interval_s(30))],
     schedules=[rf100vl_backfill, rf100vl_dataset_backfill],
     resources={"lanes": GpuLanes()},
 )

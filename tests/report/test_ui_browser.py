@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from bench_assets.platform.automation import SENSOR_INTERVAL_ENV
 from bench_assets.report.jobs import report_job, warehouse_job
 from tests.conftest import BENCH, REPO
 from tests.report.test_ui import _free_port, _graphql, _pids_with_home
@@ -132,6 +133,9 @@ def ui(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
     mp.setenv("DAGSTER_HOME", str(home / "dagster"))
     mp.delenv("BENCH_HF_REPO", raising=False)
     mp.delenv("ROBOFLOW_API_KEY", raising=False)
+    # The sensors the tests wait on (the report's automation, the partition guard) evaluate every 5 s here instead
+    # of their declared 30 s: what is shown is that they act, not how often.
+    mp.setenv(SENSOR_INTERVAL_ENV, "5")
     make_campaign(home, n_models=N_MODELS, n_datasets=N_DATASETS, seed=1)
     instance = open_instance(home)
     proc: subprocess.Popen | None = None

@@ -24,6 +24,7 @@ from typing import Any
 
 import dagster as dg
 
+from bench_assets.platform.automation import sensor_interval_s
 from bench_assets.platform.cluster.layout import LOST_AFTER_S, ClusterState, heartbeat_age, worker_dir
 
 
@@ -114,7 +115,8 @@ def watchdog_sensor() -> Any:
     from bench_assets.platform.cluster.layout import load_state
     from resources.paths import bench_home_path
 
-    @dg.sensor(name="cluster_watchdog", minimum_interval_seconds=15, default_status=dg.DefaultSensorStatus.RUNNING,
+    @dg.sensor(name="cluster_watchdog", minimum_interval_seconds=sensor_interval_s(15),
+               default_status=dg.DefaultSensorStatus.RUNNING,
                description="Fails the steps a lost cluster worker held (heartbeat older than "
                            f"{LOST_AFTER_S:.0f} s), so a campaign never hangs on a dead box (docs/scale-out.md).")
     def cluster_watchdog(context: dg.SensorEvaluationContext) -> dg.SkipReason:

@@ -16,6 +16,7 @@ from typing import Any
 
 import dagster as dg
 
+from bench_assets.platform.automation import sensor_interval_s
 from bench_assets.platform.instance import remove_partitions
 from bench_assets.rf100vl.defs.partitions import (
     DATASET_PARTITIONS_NAME,
@@ -47,7 +48,7 @@ def guard_partitions(instance: dg.DagsterInstance, home: Path, assets: list[tupl
     return removed
 
 
-@dg.sensor(name="rf100vl_partition_guard", minimum_interval_seconds=30,
+@dg.sensor(name="rf100vl_partition_guard", minimum_interval_seconds=sensor_interval_s(30),
            default_status=dg.DefaultSensorStatus.RUNNING,
            description="Removes dataset and model partitions that are not a known dataset or a registered model "
                        "(e.g. typed into the UI's 'Add a partition'), with their status, and says why per name.")

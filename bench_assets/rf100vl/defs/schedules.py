@@ -10,6 +10,7 @@ import os
 
 import dagster as dg
 
+from bench_assets.platform.automation import sensor_interval_s
 from bench_assets.rf100vl.campaign.progress import campaign_progress
 from bench_assets.rf100vl.datasets.store import load_record
 from bench_assets.rf100vl.defs.jobs import campaign_job, dataset_job, latest_runs, rescore_job
@@ -99,7 +100,7 @@ def stale_scores(home) -> list[tuple[str, str]]:  # noqa: ANN001
     return out
 
 
-@dg.sensor(name="rf100vl_rescore_on_scoring_change", job=rescore_job, minimum_interval_seconds=300,
+@dg.sensor(name="rf100vl_rescore_on_scoring_change", job=rescore_job, minimum_interval_seconds=sensor_interval_s(300),
            default_status=dg.DefaultSensorStatus.RUNNING,
            description="When scoring.py or an evaluator library (hotcoco, pycocotools) changes, re-score every "
                        "current partition from its saved predictions (no retraining); one request per partition "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from bench_assets.platform.automation import sensor_interval_s
 from bench_assets.rf100vl.datasets.inbox import TAR_SUFFIXES, inbox_name, refusal_marker, write_refusal
 from bench_assets.rf100vl.datasets.sources import NAME_RE
 from bench_assets.rf100vl.defs.jobs import DATASET_OP, dataset_job
@@ -65,7 +66,8 @@ def inbox_requests(inbox: Path, known: set[str], now: float, settle: float = SET
     return new, runs, skipped
 
 
-@dg.sensor(job=dataset_job, minimum_interval_seconds=15, default_status=dg.DefaultSensorStatus.RUNNING,
+@dg.sensor(job=dataset_job, minimum_interval_seconds=sensor_interval_s(15),
+           default_status=dg.DefaultSensorStatus.RUNNING,
            description="Registers and imports every dataset folder or tar dropped into BENCH_HOME/inbox/.")
 def inbox_sensor(context: dg.SensorEvaluationContext, home: BenchHome) -> dg.SensorResult:
     known = set(context.instance.get_dynamic_partitions(DATASET_PARTITIONS_NAME))
