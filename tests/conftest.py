@@ -68,5 +68,31 @@ def broken(case: str, tmp_path: Path) -> Path:
 
 def run_bench(*args: str, home: Path, timeout: float = 300, env: dict[str, str] | None = None
               ) -> subprocess.CompletedProcess[str]:
+    """`bench ARGS` in a process of its own: for tests that show what a process boundary does (a kill, exit codes
+    seen by a shell, concurrent processes, what a fresh interpreter loads)."""
     full_env = {**os.environ, "BENCH_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), **(env or {})}
     return subprocess.run([*BENCH, *args], cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def bench_in_process(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`bench ARGS` through its `main()` in this process, with the environment `run_bench` gives and put back
+    after: the same verbs, runs, exit codes and messages, without a fresh interpreter loading Dagster and the code
+    location for every call (the location loads once per pytest worker)."""
+    import contextlib
+    import io
+
+    from bench_assets.cli import main
+
+    saved = dict(os.environ)
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.update({"BENCH_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), **(env or {})})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["bench", *args], code, out.getvalue(), err.getvalue())
