@@ -11,7 +11,7 @@ import pytest
 
 from bench_assets.augbench import warehouse_checks as wc
 from bench_assets.platform.warehouse import rebuild_warehouse
-from tests.conftest import REPO, run_bench
+from tests.conftest import REPO, bench_in_process, run_bench
 from tests.tables import ALL_TABLES
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -36,7 +36,7 @@ def _config(tmp_path: Path, text: str = TINY, name: str = "tiny.yaml") -> Path:
 
 
 def test_plan_lists_partitions_and_refuses_impossible_cells(bench_home: Path, tmp_path: Path) -> None:
-    res = run_bench("augbench", "plan", "--config", str(REPO / "configs/paper/rgb-micro.yaml"), home=bench_home)
+    res = bench_in_process("augbench", "plan", "--config", str(REPO / "configs/paper/rgb-micro.yaml"), home=bench_home)
     assert res.returncode == 0, res.stderr
     assert "58 transforms x 4 libraries" in res.stdout
     assert "partition rgb-micro|pillow:" in res.stdout
@@ -44,18 +44,18 @@ def test_plan_lists_partitions_and_refuses_impossible_cells(bench_home: Path, tm
     assert "excluded from the paper set: Dithering" in res.stdout
 
     pillow_9ch = _config(tmp_path, TINY.replace("media: rgb", "media: 9ch"), "p9.yaml")
-    res = run_bench("augbench", "plan", "--config", str(pillow_9ch), home=bench_home)
+    res = bench_in_process("augbench", "plan", "--config", str(pillow_9ch), home=bench_home)
     assert res.returncode == 2 and "pillow cannot run 9ch micro on cpu: Pillow has no 9-channel" in res.stderr
     gpu = _config(tmp_path, TINY, "gpu.yaml")
-    res = run_bench("augbench", "plan", "--config", str(gpu), "--device", "cuda", home=bench_home)
+    res = bench_in_process("augbench", "plan", "--config", str(gpu), "--device", "cuda", home=bench_home)
     assert res.returncode == 2 and "albumentationsx runs on CPU only, not on CUDA" in res.stderr
-    res = run_bench("augbench", "plan", "--config", str(gpu), "--num-items", "0", home=bench_home)
+    res = bench_in_process("augbench", "plan", "--config", str(gpu), "--num-items", "0", home=bench_home)
     assert res.returncode == 2 and "field num_items: Input should be greater than 0" in res.stderr
     typo = _config(tmp_path, TINY + "num_itmes: 3\n", "typo.yaml")
-    res = run_bench("augbench", "plan", "--config", str(typo), home=bench_home)
+    res = bench_in_process("augbench", "plan", "--config", str(typo), home=bench_home)
     assert res.returncode == 2 and f"{typo}: field num_itmes: Extra inputs are not permitted" in res.stderr
     unknown = _config(tmp_path, TINY.replace("Rotate]", "Rotate, Twirl]"), "unknown.yaml")
-    res = run_bench("augbench", "plan", "--config", str(unknown), home=bench_home)
+    res = bench_in_process("augbench", "plan", "--config", str(unknown), home=bench_home)
     assert res.returncode == 2 and "Twirl not in the rgb transform set" in res.stderr
 
 

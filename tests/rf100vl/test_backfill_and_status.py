@@ -17,7 +17,7 @@ from bench_assets.rf100vl.defs.schedules import (
     rf100vl_dataset_backfill,
 )
 from bench_assets.rf100vl.training.models import ModelEntry, models_dir
-from tests.conftest import run_bench
+from tests.conftest import bench_in_process
 from tests.synthetic_campaign import make_campaign
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -113,7 +113,7 @@ def test_bench_status_prints_progress_and_eta(campaign, instance: dg.DagsterInst
     for p in (home / "eval" / "syna-t" / names[0]).glob("*.score.json"):
         p.unlink()
     _add_run(instance, f"{names[0]}|syna-t", dg.DagsterRunStatus.FAILURE)
-    res = run_bench("status", home=home, env={"BENCH_CPU_LANES": "2"})
+    res = bench_in_process("status", home=home, env={"BENCH_CPU_LANES": "2"})
     assert res.returncode == 0, res.stderr
     line = next(x for x in res.stdout.splitlines() if x.startswith("syna-t"))
     assert line.split()[2:7] == ["5", "0", "0", "1", "0"]
@@ -121,7 +121,7 @@ def test_bench_status_prints_progress_and_eta(campaign, instance: dg.DagsterInst
     assert f"failed: {names[0]}" in res.stdout
     done = next(x for x in res.stdout.splitlines() if x.startswith("syna-s"))
     assert done.split()[2:7] == ["6", "0", "0", "0", "0"] and "finished" in done
-    res = run_bench("status", "--json", "--model", "syna-t", home=home)
+    res = bench_in_process("status", "--json", "--model", "syna-t", home=home)
     rows = json.loads(res.stdout)
     assert [r["model"] for r in rows] == ["syna-t"] and rows[0]["states"][names[0]] == "failed"
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, d
 
 def test_campaign_status_counts_every_state_and_agrees_with_bench_status(bench_home: Path, instance) -> None:  # noqa: ANN001
     from bench_assets.rf100vl.defs.campaign_view import campaign_status_result
-    from tests.conftest import run_bench
+    from tests.conftest import bench_in_process
 
     make_campaign(bench_home, n_models=2, n_datasets=6, seed=4)
     names = sorted(p.name for p in (bench_home / "datasets").iterdir())
@@ -36,7 +36,7 @@ def test_campaign_status_counts_every_state_and_agrees_with_bench_status(bench_h
     md = result.metadata["status"].value
     assert "| syna-t |" in md and "4/6 (67%)" in md and "data:image/png;base64," in md
 
-    cli = {m["model"]: m for m in json.loads(run_bench("status", "--json", home=bench_home).stdout)}
+    cli = {m["model"]: m for m in json.loads(bench_in_process("status", "--json", home=bench_home).stdout)}
     for model, row in rows.items():  # the same counts and ETA as the terminal's view
         states = list(cli[model]["states"].values())
         assert {s: states.count(s) for s in ("done", "failed", "missing")} == {s: row[s] for s in

@@ -27,7 +27,7 @@ from bench_assets.rf100vl.defs.jobs import DATASET_OP, dataset_job
 from bench_assets.rf100vl.defs.partitions import register_import, register_partitions
 from bench_assets.rf100vl.defs.sensors import inbox_requests, inbox_sensor
 from resources.bench_home import BenchHome
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, bench_in_process
 from tests.hf_standin import hf_standin, isolate_hub_env
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -256,9 +256,7 @@ def test_blocked_version_never_becomes_current(instance, bench_home: Path, tmp_p
     assert current_version(datasets, "-grccs") == good_version
     assert (datasets / "-grccs" / blocked / "lock.json").exists()  # kept on disk, listed as blocked
 
-    from tests.conftest import run_bench
-
-    listed = json.loads(run_bench("datasets", "list", "--json", home=bench_home).stdout)
+    listed = json.loads(bench_in_process("datasets", "list", "--json", home=bench_home).stdout)
     status = {r["version"]: (r["status"], r["blocked_reasons"]) for r in listed if r["dataset"] == "-grccs"}
     assert status[good_version] == ("current", [])
     assert status[blocked][0] == "BLOCKED" and "catalogue says 7" in status[blocked][1][0]

@@ -27,7 +27,7 @@ from bench_assets.rf100vl.defs.partitions import (
     unknown_names,
 )
 from resources.bench_home import BenchHome
-from tests.conftest import run_bench
+from tests.conftest import bench_in_process
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
@@ -165,7 +165,7 @@ def test_datasets_remove_keeps_files_purge_removes_them(instance, bench_home: Pa
     stored = bench_home / "datasets" / "mini-tiny"
     assert (stored / "CURRENT").exists()
 
-    res = run_bench("datasets", "remove", "mini-tiny", home=bench_home)
+    res = bench_in_process("datasets", "remove", "mini-tiny", home=bench_home)
     assert res.returncode == 0, res.stderr
     assert "dataset mini-tiny: partition removed from rf100vl_dataset; status wiped" in res.stdout
     assert "files kept (`--purge` removes them): datasets/mini-tiny, sources/mini-tiny.json" in res.stdout
@@ -182,7 +182,7 @@ def test_datasets_remove_keeps_files_purge_removes_them(instance, bench_home: Pa
     assert "mini-tiny" not in instance.get_materialized_partitions(DATASET_KEY)
     assert instance.get_latest_materialization_event(DATASET_KEY) is None
 
-    res = run_bench("datasets", "remove", "mini-tiny", "--purge", home=bench_home)
+    res = bench_in_process("datasets", "remove", "mini-tiny", "--purge", home=bench_home)
     assert res.returncode == 0, res.stderr
     assert "  removed datasets/mini-tiny\n  removed sources/mini-tiny.json\n" in res.stdout
     assert not stored.exists() and not (bench_home / "sources" / "mini-tiny.json").exists()
@@ -203,7 +203,7 @@ def test_models_remove_purge_removes_runs_eval_and_registration(instance, bench_
     instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=SCORES_KEY, partition="mini-tiny|yolo9-t"))
     instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=SCORES_KEY, partition="mini-tiny|yolox-n"))
 
-    res = run_bench("models", "remove", "yolo9-t", "--purge", home=bench_home)
+    res = bench_in_process("models", "remove", "yolo9-t", "--purge", home=bench_home)
     assert res.returncode == 0, res.stderr
     assert "model yolo9-t: partition removed from rf100vl_model" in res.stdout
     for rel in ("runs/yolo9-t", "eval/yolo9-t", "models/yolo9-t.json", "submissions/yolo9-t.json"):
@@ -217,11 +217,11 @@ def test_models_remove_purge_removes_runs_eval_and_registration(instance, bench_
 
 def test_remove_unknown_name_fails_clearly(instance, bench_home: Path) -> None:
     register_partitions(instance, ["mini-tiny"])
-    res = run_bench("datasets", "remove", "not-a-dataset", home=bench_home)
+    res = bench_in_process("datasets", "remove", "not-a-dataset", home=bench_home)
     assert res.returncode == 1
     assert res.stderr.startswith("bench: unknown dataset 'not-a-dataset': no partition of rf100vl_dataset")
     assert "nothing removed" in res.stderr and "Traceback" not in res.stderr
-    res = run_bench("models", "remove", "yolo9-zz", "--purge", home=bench_home)
+    res = bench_in_process("models", "remove", "yolo9-zz", "--purge", home=bench_home)
     assert res.returncode == 1 and "unknown model 'yolo9-zz'" in res.stderr and "Traceback" not in res.stderr
     assert _datasets(instance) == ["mini-tiny"]
 

@@ -168,8 +168,9 @@ def _pickle_running(command: str) -> bytes:
 
 
 def _bench(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bench_assets.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**_env(), "BENCH_HOME": str(home)})
+    from tests.conftest import bench_in_process
+
+    return bench_in_process(*args, home=home)
 
 
 @pytestmark_real

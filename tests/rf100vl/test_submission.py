@@ -17,10 +17,10 @@ from bench_assets.rf100vl.submission.build import (
     submission_path,
 )
 from bench_assets.rf100vl.submission.schema import schema_problems
-from tests.conftest import run_bench
+from tests.conftest import bench_in_process
 from tests.synthetic_campaign import make_campaign
 
-# Only the CLI test (a `bench` subprocess and dbt) is `integration`; the others build and check files from a synthetic
+# Only the CLI test (`bench` verbs and dbt) is `integration`; the others build and check files from a synthetic
 # campaign in seconds, so `make test-fast` and the mutation selection (setup.cfg) run them.
 
 CLEAN_TREE = {"commit": "0" * 40, "dirty": False, "changed_files": []}
@@ -126,7 +126,7 @@ def test_cli_imports_a_submission_into_the_warehouse(full_campaign: Path, tmp_pa
     home = tmp_path / "bench"
     make_campaign(home, n_models=2, n_datasets=6, seed=5)
     path, doc = _published_file(full_campaign, tmp_path)
-    res = run_bench("submission", "import", str(path), home=home)
+    res = bench_in_process("submission", "import", str(path), home=home)
     assert res.returncode == 0, res.stderr
     assert "imported other-lab-s: 100 datasets" in res.stdout
     rows = query(home / "warehouse.duckdb", "SELECT model, origin, valid_submission, datasets_scored, "
@@ -138,10 +138,10 @@ def test_cli_imports_a_submission_into_the_warehouse(full_campaign: Path, tmp_pa
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "va.submission.v1"')
-    res = run_bench("submission", "import", str(bad), home=home)
+    res = bench_in_process("submission", "import", str(bad), home=home)
     assert res.returncode == 1 and f"{bad}: not JSON" in res.stderr
 
-    res = run_bench("submission", "build", "--model", "syna-s", home=home)
+    res = bench_in_process("submission", "build", "--model", "syna-s", home=home)
     assert res.returncode == 0, res.stderr
     assert "valid_submission=False" in res.stdout and "exactly 100" in res.stdout
     assert submission_path(home, "syna-s").exists()
