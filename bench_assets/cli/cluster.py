@@ -17,7 +17,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         state = cluster_up(home, args.workers, args.lanes_per_worker,
                           ports={"postgres": args.postgres_port, "redis": args.redis_port,
-                                 "webserver": args.webserver_port})
+                                 "webserver": args.webserver_port, "code-server": args.code_server_port})
     except AlreadyUp as exc:
         print(f"bench: {exc}")
         return 0
@@ -26,6 +26,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"cluster up under {home}/cluster (code {state.code_hash}):")
     print(f"  PostgreSQL  {state.postgres_url}  (pid {state.servers['postgres'].pid})")
     print(f"  Redis       {state.broker_url}  (pid {state.servers['redis'].pid})")
+    print(f"  code server 127.0.0.1:{state.code_server_port}  (pid {state.servers['code-server'].pid}; the daemon and "
+          "the webserver load the code from it)")
     print(f"  daemon      pid {state.servers['daemon'].pid}, log {state.servers['daemon'].log}")
     print(f"  webserver   http://127.0.0.1:{state.webserver_port}  (pid {state.servers['webserver'].pid})")
     for w in state.workers:
@@ -75,12 +77,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    cl = sub.add_parser("cluster", help="scale out: PostgreSQL + Redis + daemon + Celery workers "
+    cl = sub.add_parser("cluster", help="scale out: PostgreSQL + Redis + code server + daemon + Celery workers "
                                         "(docs/scale-out.md)").add_subparsers(dest="cluster_command", required=True)
     up = cl.add_parser("up", help="start the servers and N workers on this machine (loopback)")
     up.add_argument("--workers", type=int, default=2)
     up.add_argument("--lanes-per-worker", type=int, default=1)
-    for name in ("postgres", "redis", "webserver"):
+    for name in ("postgres", "redis", "webserver", "code-server"):
         up.add_argument(f"--{name}-port", type=int, default=0, help="default: a free port, printed")
     up.set_defaults(fn=cmd_up)
     st = cl.add_parser("status", help="servers and workers: pid, alive, queue, lanes, steps running/done")

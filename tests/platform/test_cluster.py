@@ -39,6 +39,10 @@ RECIPE = Path(tempfile.gettempdir()) / f"bench-cluster-recipe-{os.getpid()}" / "
 CAMPAIGN = ("campaign", "--model", "yolo9-t", "--datasets", ",".join(DATASETS), "--recipe", str(RECIPE))
 WATCHDOG_BOUND_S = 120  # heartbeat staleness 30 s + sensor interval 15 s + run termination, with slack
 LOST: dict[str, str] = {}  # the partition the lost-worker test leaves half-trained, for the two tests after it
+# The automations that rebuild the report and the campaign view after every score, turned off in the cluster's UI as
+# the module starts: each rebuild is a run (and a dbt build) on the workers, about a fifth of this module's CPU, and
+# what they do is shown by tests/report/test_ui_browser.py and test_automation.py. The cluster test shows training.
+AUTOMATIONS_OFF = ("report_automation", "rf100vl_automation")
 
 
 def _bench(home: Path, *args: str, timeout: float = 900):  # noqa: ANN202
@@ -83,6 +87,9 @@ def cluster(recipe: Path) -> Iterator[Path]:
     up = _bench(home, "cluster", "up", "--workers", "2", timeout=300)
     assert up.returncode == 0, up.stdout + up.stderr
     pids = _pids(home)
+    url = f"http://127.0.0.1:{json.loads((home / 'cluster' / 'state.json').read_text())['webserver_port']}"
+    for sensor in AUTOMATIONS_OFF:
+        _stop_sensor(url, sensor)
     try:
         yield home
     finally:
@@ -112,8 +119,9 @@ def test_status_lists_servers_and_workers(cluster: Path) -> None:
     out = _bench(cluster, "cluster", "status", "--json", timeout=60)
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)
-    assert {s["name"] for s in status["servers"]} == {"postgres", "redis", "daemon", "webserver"}
+    assert {s["name"] for s in status["servers"]} == {"postgres", "redis", "code-server", "daemon", "webserver"}
     assert all(s["alive"] and s["pid"] > 0 for s in status["servers"])
+    assert all(s["port"] > 0 for s in status["servers"] if s["name"] != "daemon")
     assert [w["name"] for w in status["workers"]] == ["box1", "box2"]
     for w in status["workers"]:
         assert w["alive"] and w["lanes"] == 1 and w["queue"] == w["name"]
@@ -348,6 +356,26 @@ def _instance(home: Path) -> Iterator[Any]:
     os.environ["DAGSTER_HOME"] = str(home / "cluster" / "dagster")
     with dg.DagsterInstance.get() as inst:
         yield inst
+
+
+def _graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    import urllib.request
+
+    req = urllib.request.Request(f"{url}/graphql", data=json.dumps({"query": query, "variables": variables or {}}
+                                                                   ).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())["data"]
+
+
+def _stop_sensor(url: str, name: str) -> None:
+    """Turn a sensor off as the UI's toggle does (the stopSensor mutation), and see it stopped."""
+    found = _graphql(url, '{ sensorOrError(sensorSelector: {repositoryLocationName: "bench", repositoryName: '
+                          f'"__repository__", sensorName: "{name}"}}) {{ ... on Sensor {{ id }} }} }}')
+    stopped = _graphql(url, "mutation($id: String) { stopSensor(id: $id) { ... on StopSensorMutationResult { "
+                            "instigationState { status } } ... on PythonError { message } } }",
+                       {"id": found["sensorOrError"]["id"]})["stopSensor"]
+    assert stopped.get("instigationState", {}).get("status") == "STOPPED", (name, stopped)
 
 
 def _backfills(url: str) -> list[dict[str, str]]:

@@ -60,3 +60,16 @@ def test_a_home_from_before_the_move_is_upgraded_with_its_settings_kept(tmp_path
     current = (home / "dagster" / "dagster.yaml").read_text()
     prepare_home(home)  # nothing more to do: the file is left as it is
     assert (home / "dagster" / "dagster.yaml").read_text() == current
+
+
+def test_the_clusters_daemon_and_webserver_load_the_code_from_its_one_code_server() -> None:
+    """Their workspace names the cluster's code server (a grpc_server entry), never workspace.yaml's python file:
+    with the file each would start code servers of its own, and the daemon a new one every minute."""
+    from bench_assets.platform.cluster.layout import LOCATION_NAME, cluster_workspace_yaml
+
+    repo_workspace = yaml.safe_load((Path(__file__).resolve().parents[2] / "workspace.yaml").read_text())
+    assert LOCATION_NAME == repo_workspace["load_from"][0]["python_file"]["location_name"]
+    assert yaml.safe_load(cluster_workspace_yaml(45123)) == {
+        "load_from": [{"grpc_server": {"host": "127.0.0.1", "port": 45123, "location_name": LOCATION_NAME}}]}
+    old = {"home": "/h", "home_id": "x", "code_hash": "y", "postgres_port": 1, "redis_port": 2, "webserver_port": 3}
+    assert ClusterState.from_dict(old).code_server_port == 0  # a state.json written before the code server loads

@@ -1,7 +1,8 @@
 """Where a cluster lives and what it is: the pure half of `bench cluster` (no processes started here).
 
 A cluster is one PostgreSQL (Dagster's run, event and schedule storage), one Redis (the Celery broker and result
-backend), one Dagster daemon and webserver, and one Celery worker per box. Everything it writes lives under
+backend), one code server (the code location, loaded once and served to the daemon and the webserver), one Dagster
+daemon and webserver, and one Celery worker per box. Everything it writes lives under
 `BENCH_HOME/cluster/`; `state.json` there says what was started, where, and with which code.
 
     BENCH_HOME/
@@ -9,6 +10,7 @@ backend), one Dagster daemon and webserver, and one Celery worker per box. Every
       cluster/
         state.json              ports, pids, workers, the code hash (written by `bench cluster up`)
         dagster/dagster.yaml    the cluster's Dagster instance (PostgreSQL storage, queued runs, pools)
+        workspace.yaml          the daemon's and the webserver's workspace: the cluster's code server
         postgres/ redis/        the servers' data directories
         logs/                   one log per server, daemon, webserver and worker
         workers/<name>/         a worker's heartbeat, its in-flight tasks and its lane locks
@@ -39,6 +41,7 @@ LOST_AFTER_S = 30.0  # a heartbeat older than this means the worker (or its box)
 DB_NAME = "dagster"
 DB_USER = "bench"
 CODE_DIRS = ("bench_assets", "resources")
+LOCATION_NAME = "bench"  # the code location's name (workspace.yaml's)
 # Celery settings shared by the executor (the run's side) and the workers (worker_app.py explains each).
 CELERY_SETTINGS: dict[str, Any] = {
     "task_acks_late": False,
@@ -60,6 +63,10 @@ def state_path(home: Path) -> Path:
 
 def cluster_dagster_home(home: Path) -> Path:
     return cluster_dir(home) / "dagster"
+
+
+def workspace_path(home: Path) -> Path:
+    return cluster_dir(home) / "workspace.yaml"
 
 
 def worker_dir(home: Path, name: str) -> Path:
@@ -95,8 +102,9 @@ class ClusterState:
     postgres_port: int
     redis_port: int
     webserver_port: int
+    code_server_port: int = 0  # 0: a state written before the cluster had a code server of its own
     started_at: float = field(default_factory=time.time)
-    servers: dict[str, Proc] = field(default_factory=dict)  # postgres, redis, daemon, webserver
+    servers: dict[str, Proc] = field(default_factory=dict)  # postgres, redis, code-server, daemon, webserver
     workers: list[Worker] = field(default_factory=list)
 
     @property
@@ -162,6 +170,14 @@ def code_hash(repo: Path) -> str:
         h.update(p.relative_to(repo).as_posix().encode() + b"\0")
         h.update(p.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+def cluster_workspace_yaml(port: int) -> str:
+    """The workspace the daemon and the webserver load: the cluster's one code server. With `-w workspace.yaml`
+    each would start a code server of its own, and the daemon replaces its own every minute (Dagster's workspace
+    refresh), loading the code location again each time."""
+    return yaml.safe_dump({"load_from": [{"grpc_server": {"host": "127.0.0.1", "port": port,
+                                                          "location_name": LOCATION_NAME}}]}, sort_keys=False)
 
 
 def worker_queues(name: str) -> list[str]:

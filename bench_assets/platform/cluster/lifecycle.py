@@ -40,8 +40,9 @@ def _server_env(state: ClusterState) -> dict[str, str]:
 
 def cluster_up(home: Path, workers: int, lanes_per_worker: int, *, ports: dict[str, int] | None = None,
                say: Any = print) -> ClusterState:
-    """Start PostgreSQL, Redis, the daemon, the webserver and `workers` workers; record them in state.json."""
-    from bench_assets.platform.cluster.layout import dagster_yaml
+    """Start PostgreSQL, Redis, the code server, the daemon, the webserver and `workers` workers; record them in
+    state.json."""
+    from bench_assets.platform.cluster.layout import cluster_workspace_yaml, dagster_yaml, workspace_path
 
     if workers < 1 or lanes_per_worker < 1:
         raise ClusterError("--workers and --lanes-per-worker must be at least 1")
@@ -58,7 +59,8 @@ def cluster_up(home: Path, workers: int, lanes_per_worker: int, *, ports: dict[s
     state = ClusterState(home=str(home), home_id=ensure_marker(home), code_hash=code_hash(REPO),
                          postgres_port=servers.pick_port(ports.get("postgres", 0), "PostgreSQL"),
                          redis_port=servers.pick_port(ports.get("redis", 0), "Redis"),
-                         webserver_port=servers.pick_port(ports.get("webserver", 0), "the Dagster webserver"))
+                         webserver_port=servers.pick_port(ports.get("webserver", 0), "the Dagster webserver"),
+                         code_server_port=servers.pick_port(ports.get("code-server", 0), "the code server"))
     state.workers = [Worker(name=f"box{i + 1}", lanes=lanes_per_worker, queues=worker_queues(f"box{i + 1}"))
                      for i in range(workers)]
     save_state(home, state)  # first, so `bench cluster down` can stop whatever did start if a later step fails
@@ -72,9 +74,14 @@ def cluster_up(home: Path, workers: int, lanes_per_worker: int, *, ports: dict[s
             save_state(home, state)
         for w in state.workers:
             servers.wait_for(lambda w=w: heartbeat_age(home, w.name) is not None, f"worker {w.name}", w.proc, 120)
-        state.servers["daemon"] = servers.start_daemon(home, _server_env(state), REPO)
+        state.servers["code-server"] = servers.start_code_server(home, _server_env(state), REPO,
+                                                                 state.code_server_port)
         save_state(home, state)
-        state.servers["webserver"] = servers.start_webserver(home, _server_env(state), REPO, state.webserver_port)
+        atomic_write_text(workspace_path(home), cluster_workspace_yaml(state.code_server_port))
+        state.servers["daemon"] = servers.start_daemon(home, _server_env(state), REPO, workspace_path(home))
+        save_state(home, state)
+        state.servers["webserver"] = servers.start_webserver(home, _server_env(state), REPO, state.webserver_port,
+                                                             workspace_path(home))
         save_state(home, state)
     except Exception:
         say("cluster: start-up failed; stopping what did start")
@@ -150,7 +157,7 @@ def cluster_down(home: Path, say: Any = print) -> list[str]:
     for w in state.workers:
         if w.proc and servers.stop_group(w.proc):
             stopped.append(f"worker {w.name}")
-    for name in ("webserver", "daemon", "redis"):
+    for name in ("webserver", "daemon", "code-server", "redis"):
         proc = state.servers.get(name)
         if proc and servers.stop_group(proc):
             stopped.append(name)
@@ -169,7 +176,7 @@ def cluster_status(home: Path) -> dict[str, Any]:
         return {"up": False, "home": str(home), "servers": [], "workers": []}
     done = _steps_done_by_worker(home)
     srv = [{"name": n, "pid": p.pid, "alive": pid_alive(p.pid), "log": p.log,
-            **({"port": getattr(state, f"{n}_port")} if hasattr(state, f"{n}_port") else {})}
+            **({"port": getattr(state, port)} if hasattr(state, port := f"{n.replace('-', '_')}_port") else {})}
            for n, p in state.servers.items()]
     wk = []
     for w in state.workers:

@@ -263,13 +263,33 @@ def webserver_up(port: int) -> bool:
         return False
 
 
-def start_daemon(home: Path, env: dict[str, str], repo: Path) -> Proc:
-    return spawn(home, "daemon", [dagster_bin("dagster-daemon"), "run", "-w", str(repo / "workspace.yaml")], env,
-                 repo)
+def code_server_up(port: int) -> bool:
+    """Whether the code server on `port` answers with the code location loaded (not only listening)."""
+    from dagster._grpc.client import DagsterGrpcClient
+
+    try:
+        return bool(DagsterGrpcClient(port=port, host="127.0.0.1").list_repositories())
+    except Exception:  # noqa: BLE001 - not listening yet, or still loading the code
+        return False
 
 
-def start_webserver(home: Path, env: dict[str, str], repo: Path, port: int) -> Proc:
-    argv = [dagster_bin("dagster-webserver"), "-w", str(repo / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)]
+def start_code_server(home: Path, env: dict[str, str], repo: Path, port: int) -> Proc:
+    """One code server for the daemon and the webserver (what `dagster dev` does): the code location loads once."""
+    from bench_assets.platform.cluster.layout import LOCATION_NAME
+
+    argv = [dagster_bin("dagster"), "code-server", "start", "-f", str(repo / "definitions.py"), "-a", "defs",
+            "-d", str(repo), "-h", "127.0.0.1", "-p", str(port), "--location-name", LOCATION_NAME]
+    proc = spawn(home, "code-server", argv, env, repo)
+    wait_for(lambda: code_server_up(port), "the code server", proc, 180)
+    return proc
+
+
+def start_daemon(home: Path, env: dict[str, str], repo: Path, workspace: Path) -> Proc:
+    return spawn(home, "daemon", [dagster_bin("dagster-daemon"), "run", "-w", str(workspace)], env, repo)
+
+
+def start_webserver(home: Path, env: dict[str, str], repo: Path, port: int, workspace: Path) -> Proc:
+    argv = [dagster_bin("dagster-webserver"), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)]
     proc = spawn(home, "webserver", argv, env, repo)
     wait_for(lambda: webserver_up(port), "dagster-webserver", proc, 120)
     return proc
