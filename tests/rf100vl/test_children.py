@@ -21,19 +21,11 @@ from typing import Any
 import pytest
 
 from bench_assets.rf100vl.training.specs import EXIT_DONE, EXIT_FAILED, EXIT_OOM, PredictResult, TrainResult
+from tests.shared_training import CLASSES, IMGSZ, child_env, stored_mini_tiny, train_spec, trained_yolo9_tiny
 
 REPO = Path(__file__).resolve().parents[2]
-IMGSZ = 128
-CLASSES = ["disc", "block"]
 
 pytestmark = pytest.mark.slow
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_PIPES_")}
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    env.update(extra)
-    return env
 
 
 def write_spec(path: Path, spec: dict[str, Any]) -> Path:
@@ -45,14 +37,6 @@ def run_child(module: str, spec: Path, env: dict[str, str] | None = None,
               timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", f"bench_assets.rf100vl.training.child.{module}", str(spec)], cwd=REPO,
                           env=env or child_env(), capture_output=True, text=True, timeout=timeout)
-
-
-def train_spec(dataset: Path, run_dir: Path, **kw: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = dict(family="yolo9", size="t", num_classes=2, class_names=CLASSES, dataset_dir=str(dataset),
-                                run_dir=str(run_dir), epochs=2, imgsz=IMGSZ, physical_batch=4, effective_batch=4,
-                                workers=0, seed=0)
-    spec.update(kw)
-    return spec
 
 
 def load_result(run_dir: Path) -> TrainResult:
@@ -67,25 +51,18 @@ def torch_load(path: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """mini-tiny, canonicalised exactly as the platform stores it."""
-    from bench_assets.rf100vl.datasets.sources import SourceSpec
-    from bench_assets.rf100vl.datasets.store import materialize_dataset
-
-    home = tmp_path_factory.mktemp("bench")
-    return materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache").path
+    """mini-tiny, canonicalised exactly as the platform stores it (shared by the suite: read only)."""
+    return stored_mini_tiny(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def trained(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """Two epochs, standalone (no Pipes), accumulating 2 micro-batches per optimizer step.
 
-    The fault switch is armed at step 2 but only for physical batches above 4: it must not fire.
+    The fault switch is armed at step 2 but only for physical batches above 4: it must not fire. The suite's
+    shared run (tests/shared_training.py): trained once, read here and by test_pretrained.py.
     """
-    tmp = tmp_path_factory.mktemp("train")
-    run_dir = tmp / "run"
-    spec = write_spec(tmp / "spec.json", train_spec(
-        tiny, run_dir, effective_batch=8, fault={"oom_at_step": 2, "oom_only_if_physical_batch_above": 4}))
-    return run_dir, run_child("train", spec)
+    return trained_yolo9_tiny(tmp_path_factory)
 
 
 def test_train_two_epochs_standalone(trained: tuple[Path, subprocess.CompletedProcess[str]]) -> None:

@@ -28,6 +28,7 @@ from bench_assets.rf100vl.training.pretrained import (
 from bench_assets.rf100vl.training.recipes import PretrainedRef, load_recipe, recipe_path
 from bench_assets.rf100vl.training.train_run import init_problems
 from tests.conftest import REPO
+from tests.shared_training import trained_yolo9_tiny
 
 REF = PretrainedRef(name="LibreYOLO9t.pt", repo="LibreYOLO/LibreYOLO9t")
 
@@ -126,8 +127,9 @@ def _launch(spec_path: Path, run_dir: Path, spec: Any) -> _Launched:
 
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """mini-tiny stored in a home, yolo9-t weights trained on it for one epoch (our own file), and an untrained yolox-n
-    checkpoint as LibreYOLO saves one (a file of another family; training it would add nothing to what it is)."""
+    """mini-tiny stored in a home, yolo9-t weights trained on it (our own file: the suite's shared two-epoch run on
+    mini-tiny), and an untrained yolox-n checkpoint as LibreYOLO saves one (a file of another family; training it
+    would add nothing to what it is)."""
     from bench_assets.rf100vl.datasets.sources import SourceSpec
     from bench_assets.rf100vl.datasets.store import materialize_dataset
     from bench_assets.rf100vl.training.child.common import build_model
@@ -135,13 +137,7 @@ def ours(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("pretrained")
     home = root / "home"
     record = materialize_dataset(home, "mini-tiny", SourceSpec(kind="mini"), home / "cache")
-    run = root / "yolo9-t"
-    spec = dict(family="yolo9", size="t", num_classes=2, class_names=record.manifest["classes"],
-                dataset_dir=str(record.path), run_dir=str(run), epochs=1, imgsz=128, physical_batch=4,
-                effective_batch=4, workers=0, seed=0)
-    (root / "yolo9.json").write_text(json.dumps(spec))
-    proc = subprocess.run([sys.executable, "-m", "bench_assets.rf100vl.training.child.train", str(root / "yolo9.json")],
-                          cwd=REPO, env=_env(), capture_output=True, text=True)
+    run, proc = trained_yolo9_tiny(tmp_path_factory)  # the suite's shared run (tests/shared_training.py)
     assert proc.returncode == 0, proc.stderr[-2000:]
     files = {"yolo9": run / "weights" / "best.pt", "yolox": root / "yolox-n.pt"}
     build_model("yolox", "n", 2, "cpu").save(str(files["yolox"]))
