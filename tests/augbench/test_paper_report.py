@@ -21,6 +21,8 @@ from bench_assets.augbench.paper_report import PaperReportError, render_paper_re
 from bench_assets.report.dbt_build import build_report_db, report_db_path
 from bench_assets.report.dbt_project import ReportBuildError
 from tests.conftest import run_bench
+from tests.shared_cache import private_copy
+from tests.shared_reports import hand_written_report
 from tests.tables import ALL_TABLES, TABLE_SCHEMAS, create_sql
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -103,10 +105,10 @@ def query(db: Path, sql: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    home = tmp_path_factory.mktemp("augbench-report")
-    write_warehouse(home / "warehouse.duckdb", augbench_rows())
-    build_report_db(home)
-    yield home
+    """This module's own copy (the page is rendered into it) of the report built over these rows and the RF100-VL
+    ones of tests/report/test_dbt_report.py (its marts read other tables), built once per run of the suite."""
+    home, _ = hand_written_report(tmp_path_factory)
+    yield private_copy(home, tmp_path_factory.mktemp("augbench-report") / "home")
 
 
 @pytest.fixture(scope="module")

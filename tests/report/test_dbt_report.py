@@ -23,6 +23,7 @@ import pytest
 from bench_assets.report.dbt_build import build_report_db, report_db_path
 from bench_assets.report.dbt_project import ReportBuildError, prepare_manifest
 from bench_assets.rf100vl.report.warehouse_tables import PUBLISHED_FAMILIES, published_size_rank
+from tests.shared_reports import hand_written_report
 from tests.tables import TABLE_SCHEMAS, create_sql, dbt_python_model
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
@@ -147,9 +148,9 @@ def mean_defined(values: list[float | None]) -> float:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, int]]]:
-    home = tmp_path_factory.mktemp("report-home")
-    write_warehouse(home / "warehouse.duckdb", warehouse_rows())
-    counts = build_report_db(home)
+    """The report built over these rows (and the augbench ones of tests/augbench/test_paper_report.py, whose marts
+    read other tables) once per run of the suite for both modules; the tests only read it."""
+    home, counts = hand_written_report(tmp_path_factory)
     yield home, counts
 
 

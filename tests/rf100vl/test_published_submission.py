@@ -5,7 +5,6 @@ bench_assets/rf100vl/data/va_submission_v1.schema.json); build -> import gives t
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from statistics import fmean
@@ -14,18 +13,16 @@ import pytest
 
 from bench_assets.platform.warehouse import query
 from bench_assets.rf100vl.datasets.catalog import DOMAINS, load_versions
-from bench_assets.rf100vl.submission.build import SubmissionError, build_submission, check_imported, import_submission
+from bench_assets.rf100vl.submission.build import SubmissionError, build_submission, check_imported
 from bench_assets.rf100vl.submission.schema import schema_problems
 from bench_assets.rf100vl.submission.shape import dataset_identity, weights_identity
-from tests.conftest import run_bench
+from tests.shared_reports import CLEAN_TREE, PUBLISHED, SUBMISSION_NOW, completed, published_imports_report
 from tests.synthetic_campaign import make_campaign
 
 # The two tests that run `bench` and dbt are `integration` (not in `make test-fast`); the others read and check files in
 # well under a second each, so `make test-fast` and the mutation selection (setup.cfg) run them.
 INTEGRATION = pytest.mark.integration
 
-PUBLISHED = Path(__file__).resolve().parent / "published" / "yolov9-t.published.json"
-CLEAN_TREE = {"commit": "0" * 40, "dirty": False, "changed_files": []}
 
 
 def _published() -> dict:
@@ -46,17 +43,24 @@ def test_the_published_file_has_the_published_shape_and_identities() -> None:
     assert locked == load_versions()
 
 
+@pytest.fixture(scope="module")
+def imported_and_reported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One home for both round trips, built once per run of the suite (tests/shared_reports.py): a one-model
+    campaign over the 100 datasets, the published entry imported through `bench submission import`, the
+    campaign's own built submission imported under another name, then `bench report`. The tests only read it."""
+    return published_imports_report(tmp_path_factory)
+
+
 @INTEGRATION
-def test_a_genuine_published_file_imports_unchanged_into_every_mart(tmp_path: Path) -> None:
-    home = tmp_path / "bench"
-    make_campaign(home, n_models=1, n_datasets=4, seed=5)
-    res = run_bench("submission", "import", str(PUBLISHED), home=home)
+def test_a_genuine_published_file_imports_unchanged_into_every_mart(imported_and_reported: Path) -> None:
+    home = imported_and_reported / "bench"
+    res = completed(imported_and_reported, "import")
     assert res.returncode == 0, res.stderr
     assert "imported yolov9-t: 100 datasets" in res.stdout and "not a valid leaderboard entry" not in res.stdout
     stored = home / "submissions" / "imported" / "yolov9-t.json"
     assert stored.read_bytes() == PUBLISHED.read_bytes()  # unchanged
     doc = _published()
-    res = run_bench("report", home=home)
+    res = completed(imported_and_reported, "report")
     assert (home / "report" / "report.md").exists(), res.stderr
     report = home / "report.duckdb"
     lead = {r["model"]: r for r in query(report, "SELECT model, origin, mAP50_95, datasets_scored, valid_submission "
@@ -73,7 +77,9 @@ def test_a_genuine_published_file_imports_unchanged_into_every_mart(tmp_path: Pa
     for domain, row in domains.items():
         mine = [d["mAP_50_95"] for d in doc["rf100vl"]["datasets"] if catalog_entry(d["dataset"]).domain == domain]
         assert row["mAP50_95"] == pytest.approx(fmean(mine), abs=1e-9)
-    rows = query(home / "warehouse.duckdb", "SELECT dataset_version FROM submission_datasets WHERE dataset = 'actions'")
+    # (this home holds a second imported file, the round trip's, with its own row for `actions`)
+    rows = query(home / "warehouse.duckdb", "SELECT dataset_version FROM submission_datasets WHERE dataset = 'actions' "
+                                            "AND model = 'yolov9-t'")
     assert rows == [{"dataset_version": str(load_versions()["actions"][1])}]
 
 
@@ -124,10 +130,9 @@ def test_a_file_locked_at_other_versions_imports_but_is_not_a_valid_entry() -> N
 
 
 @INTEGRATION
-def test_a_built_submission_has_the_published_shape_and_round_trips(tmp_path: Path) -> None:
-    home = tmp_path / "bench"
-    make_campaign(home, n_models=1, n_datasets=100, seed=3)
-    built = build_submission(home, "syna-t", tree=CLEAN_TREE, now="2026-11-30T00:00:00Z")
+def test_a_built_submission_has_the_published_shape_and_round_trips(imported_and_reported: Path) -> None:
+    home = imported_and_reported / "bench"
+    built = build_submission(home, "syna-t", tree=CLEAN_TREE, now=SUBMISSION_NOW)  # reads the home only
     assert schema_problems(built) == [] and built["rf100vl"]["valid_submission"], built["rf100vl"]["invalid_reasons"]
     published_keys = set(_published())
     assert published_keys <= set(built) and set(built) - published_keys == {"bench"}  # ours under a new key
@@ -139,13 +144,10 @@ def test_a_built_submission_has_the_published_shape_and_round_trips(tmp_path: Pa
     assert built["rf100vl"]["dataset_versions_sha256"] == built["repro"]["dataset"]["versions"]["sha256"]
     assert {d["dataset"]: d["dataset_version"] for d in built["rf100vl"]["datasets"]} == {
         d: v for d, (_, v) in load_versions().items()}
-    # round trip: the built file imported under another name lands in the marts with the same numbers
-    copy_doc = copy.deepcopy(built)
-    copy_doc["model"]["name"] = "syna-t-again"
-    file = tmp_path / "again.json"
-    file.write_text(json.dumps(copy_doc))
-    import_submission(home, file)
-    res = run_bench("report", home=home)
+    # round trip: the built file imported under another name lands in the marts with the same numbers (the home
+    # imported the file built before anything was imported: the same document)
+    assert json.loads((imported_and_reported / "built.json").read_text()) == json.loads(json.dumps(built))
+    res = completed(imported_and_reported, "report")
     assert (home / "report.duckdb").exists(), res.stderr
     marts = {m: {r["origin"]: r for r in query(home / "report.duckdb",
                                                f"SELECT * FROM {m} WHERE model IN ('syna-t', 'syna-t-again')")}
@@ -169,7 +171,7 @@ def test_a_dataset_not_at_the_locked_roboflow_version_invalidates_the_build(tmp_
         lock = json.loads(lock_file.read_text())
         lock["roboflow"] = roboflow
         lock_file.write_text(json.dumps(lock))
-    doc = build_submission(home, "syna-t", tree=CLEAN_TREE, now="2026-11-30T00:00:00Z")
+    doc = build_submission(home, "syna-t", tree=CLEAN_TREE, now=SUBMISSION_NOW)
     reasons = doc["rf100vl"]["invalid_reasons"]
     assert ("actions: the Roboflow version of the scored data is unknown (not fetched through the rf100vl package); "
             "the versions lock names actions-zzid2-zb1hq-amih version 1") in reasons
