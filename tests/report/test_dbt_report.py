@@ -302,11 +302,14 @@ def test_a_failing_dbt_test_fails_the_build_and_keeps_the_previous_report(built:
     assert not [p for p in home.iterdir() if p.name.startswith(".tmp-report")]  # no scratch left behind
 
 
-def test_a_build_starts_from_the_last_builds_parse_and_builds_the_same_report(built: tuple[Path, dict],
-                                                                               tmp_path: Path) -> None:
+def test_a_build_starts_from_the_last_builds_parse_and_builds_the_same_report(
+        built: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """dbt parses the project (about a third of a build's CPU) only when nothing valid was kept: the `built`
-    fixture's build left its parse under dbt_report/target/, named for the project state and the vars."""
+    fixture's build left its parse under dbt_report/target/, named for the project state and the vars. (dbt's
+    file log, off in the product, is turned on here to read what dbt did.)"""
     from bench_assets.report import dbt_build
+
+    monkeypatch.setenv("DBT_LOG_LEVEL_FILE", "debug")
 
     good_home, counts = built
     home = tmp_path / "home"
@@ -616,3 +619,12 @@ def test_hours_follow_the_device_runs_record_and_a_complete_conformant_model_is_
     ranks = {r["model"]: r["leaderboard_rank"] for r in query(db, "SELECT * FROM rf100vl_published_comparison")}
     assert ranks == {"rfdetr-s": 1, "rfdetr-n": 2, "lwdetr-t": 3, "dfine-n": 4, "yolov9-t": None,
                      "yolov9-s": None, "rfdetr-n-lb": None, "dfine-n-readme": 5}
+
+
+def test_dbts_file_log_is_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from bench_assets.report.dbt_project import _dbt_env
+
+    monkeypatch.delenv("DBT_LOG_LEVEL_FILE", raising=False)
+    assert _dbt_env(tmp_path)["DBT_LOG_LEVEL_FILE"] == "none"
+    monkeypatch.setenv("DBT_LOG_LEVEL_FILE", "debug")
+    assert _dbt_env(tmp_path)["DBT_LOG_LEVEL_FILE"] == "debug"
