@@ -303,8 +303,7 @@ def _suite_profile_full(r: dict[str, Any]) -> list[str]:
     train = [k for k in r["by_kind"] if k["kind"].startswith(TRAIN_CHILD_KINDS)]
     return [*_profile_summary(r, 12),
             f"Training children of every kind among the 40 largest: {sum(k['cpu_s'] for k in train):.1f} CPU s in "
-            f"{sum(k['processes'] for k in train)} processes",
-            f"{r['cpu_s']:,.0f} CPU s is {r['cpu_s'] / 720:.1f} times the 720 two cores give in 6 min"]
+            f"{sum(k['processes'] for k in train)} processes"]
 
 
 # (doc, result file, what the doc must quote from it)
