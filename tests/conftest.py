@@ -49,14 +49,17 @@ def instance(bench_home: Path) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def mini_raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The four mini datasets generated once per session, raw Roboflow layout."""
+    """The four mini datasets in the raw Roboflow layout, generated once per run of the suite for every worker
+    (tests/shared_cache.py); read only."""
     from bench_assets.rf100vl.datasets.catalog import MINI_SUITE
     from bench_assets.rf100vl.datasets.mini import generate_mini_dataset
+    from tests.shared_cache import shared
 
-    root = tmp_path_factory.mktemp("mini_raw")
-    for name in MINI_SUITE:
-        generate_mini_dataset(name, root / name)
-    return root
+    def build(root: Path) -> None:
+        for name in MINI_SUITE:
+            generate_mini_dataset(name, root / "raw" / name)
+
+    return shared(tmp_path_factory, "mini-raw", {"datasets": list(MINI_SUITE)}, build) / "raw"
 
 
 def broken(case: str, tmp_path: Path) -> Path:

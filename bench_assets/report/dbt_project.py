@@ -45,9 +45,9 @@ def _dbt_executable() -> str:
 
 
 def _dbt_env(target: Path, *, partial_parse: bool = False) -> dict[str, str]:
-    """dbt's environment for a build or parse into `target`. Its file log (`target/dbt.log`, debug level, ~3 MB and
-    ~16 % of a report build's CPU) is off unless `DBT_LOG_LEVEL_FILE` is set: the scratch folder holding it is
-    removed after every build, and what a failure needs is dbt's own output, which the error quotes."""
+    """dbt's environment for a build or parse into `target`. Its file log (`target/dbt.log`, every event at debug
+    level) is off unless `DBT_LOG_LEVEL_FILE` is set: the scratch folder holding it is removed after every build,
+    and what a failure needs is dbt's own output, which the error quotes."""
     return {**os.environ, "DBT_TARGET_PATH": str(target), "DBT_LOG_PATH": str(target),
             "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_PARTIAL_PARSE": str(partial_parse).lower(),
             "DBT_USE_COLORS": "false", "DBT_LOG_LEVEL_FILE": os.environ.get("DBT_LOG_LEVEL_FILE", "none")}

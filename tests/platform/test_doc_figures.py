@@ -286,6 +286,11 @@ def _suite_time(r: dict[str, Any]) -> list[str]:
             "; ".join(f"`{f['file']}` {f['seconds']:.0f} s" for f in r["files"][:5])]
 
 
+def _suite_time_against(r: dict[str, Any]) -> list[str]:
+    """docs/testing.md's ratios of a side-by-side run (benchmarks/suite_time.py --against)."""
+    return [f"wall x{r['wall_ratio']:.3f} and machine busy x{r['machine_busy_ratio']:.3f}"]
+
+
 def _profile_summary(r: dict[str, Any], kinds: int) -> list[str]:
     """A profiled selection's (benchmarks/suite_profile.py) summary line and table of its largest kinds."""
     return [f"{r['wall']} wall, {r['cpu_s']:,.0f} CPU s in {r['processes']:,} processes",
@@ -333,6 +338,8 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/training.md", "demo_run.json", _demo_run),
     ("docs/testing.md", "suite_time.json", _suite_time),
     ("docs/testing.md", "suite_time_fast.json", _suite_time),
+    ("docs/testing.md", "suite_time_against.json", _suite_time_against),
+    ("docs/testing.md", "suite_time_against_fast.json", _suite_time_against),
     ("docs/testing.md", "suite_profile.json", _suite_profile),
     ("docs/testing.md", "suite_profile_full.json", _suite_profile_full),
     ("benchmarks/README.md", "augbench_overhead.json", _overhead_table),

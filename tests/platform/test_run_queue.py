@@ -72,4 +72,6 @@ def test_the_clusters_daemon_and_webserver_load_the_code_from_its_one_code_serve
     assert yaml.safe_load(cluster_workspace_yaml(45123)) == {
         "load_from": [{"grpc_server": {"host": "127.0.0.1", "port": 45123, "location_name": LOCATION_NAME}}]}
     old = {"home": "/h", "home_id": "x", "code_hash": "y", "postgres_port": 1, "redis_port": 2, "webserver_port": 3}
-    assert ClusterState.from_dict(old).code_server_port == 0  # a state.json written before the code server loads
+    state = ClusterState.from_dict(old)  # a state.json written before the cluster had a code server loads
+    assert state.code_server_port == 0
+    assert state.ports == {"postgres": 1, "redis": 2, "code-server": 0, "webserver": 3}  # `status` shows these

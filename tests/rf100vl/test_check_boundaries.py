@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,52 +19,6 @@ from bench_assets.rf100vl.scoring.eval_store import CONF, MAX_DET, NMS_IOU
 from tests.rf100vl.test_warehouse_checks import _current_score_file as _score_file  # noqa: E402
 from tests.rf100vl.test_warehouse_checks import _current_stats_file as _stats_file  # noqa: E402
 from tests.rf100vl.test_warehouse_checks import _datasets, _edit, _load  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def _as_built(clean_campaign: Path) -> tuple[dict[Path, tuple[bytes, int]], set[Path]]:
-    """The module's clean campaign (tests/rf100vl/conftest.py) as built: each file's bytes and mtime, and its
-    folders."""
-    files = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in clean_campaign.rglob("*") if p.is_file()}
-    return files, {p for p in clean_campaign.rglob("*") if p.is_dir()}
-
-
-def _put_back(root: Path, as_built: tuple[dict[Path, tuple[bytes, int]], set[Path]]) -> None:
-    """Make `root` the campaign it was built as: what a test added (a submission, the warehouse and its lock) is
-    removed, what it changed or removed is written back with its bytes and mtime."""
-    files, folders = as_built
-    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
-        folder = Path(dirpath)
-        for name in filenames:
-            path = folder / name
-            built = files.get(path)
-            if built is None or path.is_symlink():
-                path.unlink()  # a file it did not have (written back below if it had one here)
-                continue
-            if path.read_bytes() != built[0]:
-                path.write_bytes(built[0])
-            if path.stat().st_mtime_ns != built[1]:
-                os.utime(path, ns=(built[1], built[1]))
-        for name in dirnames:
-            path = folder / name
-            if path.is_symlink():
-                path.unlink()
-            elif path not in folders:
-                shutil.rmtree(path)
-    for path, (data, mtime_ns) in files.items():
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            os.utime(path, ns=(mtime_ns, mtime_ns))
-
-
-@pytest.fixture
-def home(clean_campaign: Path, _as_built: tuple[dict[Path, tuple[bytes, int]], set[Path]]) -> Iterator[Path]:
-    """The module's clean campaign itself rather than a copy of it (copying its ~380 files for each test cost a
-    quarter of the test): a test plants its numbers in it, then every file is put back as built and whatever the
-    test added is removed, so no plant reaches the next test."""
-    yield clean_campaign
-    _put_back(clean_campaign, _as_built)
 
 
 def _set_pair(home: Path, model: str, dataset: str, valid: float, test: float) -> None:

@@ -120,6 +120,12 @@ class ClusterState:
         return f"redis://127.0.0.1:{self.redis_port}/1"
 
     @property
+    def ports(self) -> dict[str, int]:
+        """The port of each server that listens on one, by its name in `servers`."""
+        return {"postgres": self.postgres_port, "redis": self.redis_port, "code-server": self.code_server_port,
+                "webserver": self.webserver_port}
+
+    @property
     def total_lanes(self) -> int:
         return sum(w.lanes for w in self.workers)
 

@@ -176,7 +176,7 @@ def cluster_status(home: Path) -> dict[str, Any]:
         return {"up": False, "home": str(home), "servers": [], "workers": []}
     done = _steps_done_by_worker(home)
     srv = [{"name": n, "pid": p.pid, "alive": pid_alive(p.pid), "log": p.log,
-            **({"port": getattr(state, port)} if hasattr(state, port := f"{n.replace('-', '_')}_port") else {})}
+            **({"port": state.ports[n]} if n in state.ports else {})}
            for n, p in state.servers.items()]
     wk = []
     for w in state.workers:
