@@ -3,12 +3,14 @@ whole, with the CPU time it used and where the time went by file, written to a c
 
 Runs `python -m pytest -q -n WORKERS` from the repository root exactly as the Makefile does (the same selection, the
 same workers, the same environment: one thread per native pool, bytecode caches on), with a JUnit XML report in a
-temp dir for the per-test times. The CPU time is user + system of the pytest process tree
-(`getrusage(RUSAGE_CHILDREN)` around it, as `/usr/bin/time` measures): the cluster test's servers and Celery workers
-are daemons reaped by init, so their CPU is not in it; the machine's busy time from `/proc/stat` over the run (every
-process, so the suite's own on an otherwise idle machine) includes them. Per-file seconds are the sum of the file's
-test times (setup, call and teardown; a module fixture's setup is counted on the file's first test) on the worker
-that ran it: the file's share of one worker, not of the machine.
+temp dir for the per-test times. Before the timed run the checkout's bytecode caches are written (`compileall` and one
+`pytest --collect-only`, untimed), as an edit loop's second run finds them: a fresh worktree otherwise pays for
+compiling and assertion rewriting, which says nothing about the tests. The CPU time is user + system of the pytest
+process tree (`getrusage(RUSAGE_CHILDREN)` around it, as `/usr/bin/time` measures): the cluster test's servers and
+Celery workers are daemons reaped by init, so their CPU is not in it; the machine's busy time from `/proc/stat` over
+the run (every process, so the suite's own on an otherwise idle machine) includes them. Per-file seconds are the sum
+of the file's test times (setup, call and teardown; a module fixture's setup is counted on the file's first test) on
+the worker that ran it: the file's share of one worker, not of the machine.
 
 The result JSON (`benchmarks/results/suite_time.json`, `suite_time_fast.json` with `--fast`) holds the date, the
 machine (load average at the start and at the end: a shared machine slows the run), this command, the git commit, the
@@ -17,7 +19,10 @@ wall and CPU time, the outcome counts, every file's seconds and the 15 slowest t
 
     .venv/bin/python benchmarks/suite_time.py            # make test's run: ~25-40 min on 2 cores
     .venv/bin/python benchmarks/suite_time.py --fast     # make test-fast's: ~1-1.5 min
-    .venv/bin/python benchmarks/suite_time.py --against a4f80b8 [--fast]   # side by side, one result file
+    .venv/bin/python benchmarks/suite_time.py --against a4f80b8 [--fast] [--repeat 3]   # side by side, one file
+
+`--repeat N` (with `--against`) alternates the two suites N times and compares the medians: two runs of
+test-fast on one idle host differ by up to a sixth, more than the difference a change makes.
 
 `--against COMMIT` runs that commit's suite first (a detached git worktree in a temp dir, `PYTHONPATH` pointing at
 it so every `bench` and child process imports its code), then this checkout's, on the same machine with the same
@@ -110,10 +115,21 @@ def read_junit(path: Path) -> dict[str, Any]:
     return {"outcomes": outcomes, "tests": len(tests), "files": files, "slowest": slowest, "ids": sorted(ids)}
 
 
+def warm(repo: Path, env: dict[str, str], fast: bool) -> None:
+    """The bytecode caches of the checkout at `repo` written before it is timed, as a second `make test` in the same
+    checkout finds them: every module compiled, and every test file's assertion rewrite cached by one collection.
+    Both sides of `--against` get the same, so neither pays for a cold tree the other does not."""
+    dirs = [d for d in ("bench_assets", "benchmarks", "tests", "scripts") if (repo / d).is_dir()]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *dirs], cwd=repo, env=env, capture_output=True)
+    collect = [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"]
+    subprocess.run(collect + (["-m", FAST_SELECTION] if fast else []), cwd=repo, env=env, capture_output=True)
+
+
 def run_suite(repo: Path, workers: int, fast: bool) -> dict[str, Any]:
-    """`make test`'s pytest run (`make test-fast`'s with `fast`) of the checkout at `repo`, timed: wall, CPU of the
-    pytest process tree, the machine's busy seconds, outcomes, per-file seconds and every test id."""
+    """`make test`'s pytest run (`make test-fast`'s with `fast`) of the checkout at `repo`, timed after `warm`:
+    wall, CPU of the pytest process tree, the machine's busy seconds, outcomes, per-file seconds and every test id."""
     env = {**makefile_env(), "PYTHONPATH": str(repo)}
+    warm(repo, env, fast)
     with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
         junit = Path(tmp) / "junit.xml"
         before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy_s()
@@ -156,24 +172,46 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else round(a / b, 3)
 
 
-def against(commit: str, workers: int, fast: bool) -> dict[str, Any]:
-    """That commit's suite, then this checkout's, side by side."""
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side of `--against` over its repeats: the run of median wall time (its files, slowest tests and ids),
+    with the median wall, CPU and busy seconds of all of them and each run's own in `runs`."""
+    ordered = sorted(runs, key=lambda r: r["wall_s"])
+    mid = dict(ordered[len(ordered) // 2])
+
+    def med(key: str) -> float | None:
+        values = sorted(r[key] for r in runs if r[key] is not None)
+        return values[len(values) // 2] if values else None
+
+    mid.update(wall_s=med("wall_s"), cpu_s=med("cpu_s"), machine_busy_s=med("machine_busy_s"),
+               pytest_exit_code=max(r["pytest_exit_code"] for r in runs),
+               runs=[{k: r[k] for k in ("wall_s", "cpu_s", "machine_busy_s", "pytest_exit_code")} for r in runs])
+    mid.update(wall=minutes(mid["wall_s"]), cpu=minutes(mid["cpu_s"]),
+               cpu_per_wall=round(mid["cpu_s"] / mid["wall_s"], 2))
+    return mid
+
+
+def against(commit: str, workers: int, fast: bool, repeat: int = 1) -> dict[str, Any]:
+    """That commit's suite, then this checkout's, side by side; with `repeat` > 1 they alternate that many times
+    and each side reports its medians (a busy neighbour or a slow minute then lands on both sides)."""
     sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{commit}^{{commit}}"],
                          capture_output=True, text=True, check=True).stdout.strip()
+    baselines, currents = [], []
     with tempfile.TemporaryDirectory(prefix="suite-against-") as tmp:
         tree = Path(tmp) / "baseline"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), sha], check=True,
                        capture_output=True)
         try:
             (tree / ".venv").symlink_to(REPO / ".venv")  # tests that run .venv/bin/bench find it
-            print(f"suite_time: the suite of {sha[:12]} (in {tree})", flush=True)
-            baseline = run_suite(tree, workers, fast)
+            for i in range(repeat):
+                print(f"suite_time: the suite of {sha[:12]} (in {tree}), run {i + 1} of {repeat}", flush=True)
+                baselines.append(run_suite(tree, workers, fast))
+                say(baselines[-1], f"{sha[:12]}: ")
+                print(f"suite_time: the suite of this checkout, run {i + 1} of {repeat}", flush=True)
+                currents.append(run_suite(REPO, workers, fast))
+                say(currents[-1], "this checkout: ")
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
-    say(baseline, f"{sha[:12]}: ")
-    print("suite_time: the suite of this checkout", flush=True)
-    current = run_suite(REPO, workers, fast)
-    say(current, "this checkout: ")
+    baseline, current = median_run(baselines), median_run(currents)
     moves = json.loads(MOVES.read_text()) if MOVES.is_file() else {}
     return {"against": {"commit": sha, **baseline}, "this": {"git": git_state(), **current},
             "wall_ratio": ratio(current["wall_s"], baseline["wall_s"]),
@@ -187,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fast", action="store_true", help="make test-fast's selection (no Dagster runs, dbt, servers)")
     ap.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (the Makefile's TEST_WORKERS)")
     ap.add_argument("--against", metavar="COMMIT", help="run that commit's suite first and compare (one result file)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --against: alternate the two suites this many times and compare medians")
     ap.add_argument("--output", type=Path)
     args = ap.parse_args(argv)
     name = "suite_time_against" if args.against else "suite_time"
@@ -197,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             "selection": f"make test-fast (-m '{FAST_SELECTION}')" if args.fast else "make test (the whole suite)",
             "workers": args.workers}
     if args.against:
-        doc = {**head, **against(args.against, args.workers, args.fast)}
+        doc = {**head, "repeat": args.repeat, **against(args.against, args.workers, args.fast, args.repeat)}
         doc["load_average_at_end_1m"] = round(os.getloadavg()[0], 2)
         write_result(output, doc)
         ids = doc["ids"]

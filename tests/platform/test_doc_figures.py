@@ -288,7 +288,8 @@ def _suite_time(r: dict[str, Any]) -> list[str]:
 
 def _suite_time_against(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's ratios of a side-by-side run (benchmarks/suite_time.py --against)."""
-    return [f"wall x{r['wall_ratio']:.3f} and machine busy x{r['machine_busy_ratio']:.3f}"]
+    return [f"wall x{r['wall_ratio']:.3f} and machine busy x{r['machine_busy_ratio']:.3f}",
+            f"{r['ids']['before']} -> {r['ids']['after']} tests"]
 
 
 def _profile_summary(r: dict[str, Any], kinds: int) -> list[str]:

@@ -60,3 +60,18 @@ def test_the_run_summary_names_the_ten_most_expensive_files_first() -> None:
     assert [line.split()[2] for line in lines[1:]] == [f"tests/t{i}.py" for i in range(11, 1, -1)]
     assert lines[1] == "    11.0 s  tests/t11.py (2 tests)"
     assert "machine busy not measured" in cost_lines(1.0, None, 0.0, {}, {})[0]
+
+
+def test_repeats_report_each_sides_medians_and_keep_every_run() -> None:
+    def run(wall: float, busy: float | None, code: int = 0) -> dict:
+        return {"wall_s": wall, "cpu_s": wall * 1.5, "machine_busy_s": busy, "pytest_exit_code": code,
+                "files": [{"file": f"t/{wall}.py"}], "ids": [f"t/{wall}.py::a"]}
+
+    mid = suite_time.median_run([run(90.0, 140.0), run(70.0, 150.0, 1), run(80.0, None)])
+    assert (mid["wall_s"], mid["cpu_s"]) == (80.0, 120.0)
+    assert mid["machine_busy_s"] == 150.0  # the median of the runs that measured it (140, 150)
+    assert mid["files"] == [{"file": "t/80.0.py"}] and mid["ids"] == ["t/80.0.py::a"]  # the median-wall run's
+    assert mid["pytest_exit_code"] == 1  # one failed run fails the side
+    assert [r["wall_s"] for r in mid["runs"]] == [90.0, 70.0, 80.0] and mid["cpu_per_wall"] == 1.5
+    one = suite_time.median_run([run(60.0, 100.0)])
+    assert (one["wall_s"], one["machine_busy_s"], len(one["runs"])) == (60.0, 100.0, 1)
