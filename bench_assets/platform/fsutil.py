@@ -117,6 +117,15 @@ _LIVE_SCRATCH: set[tuple[int, int]] = set()  # (st_dev, st_ino): the same folder
 _LIVE_LOCK = threading.RLock()
 
 
+def host_id() -> str:
+    """This box's name where a pid is recorded beside it (`BENCH_HOST_ID`, else the host name, reduced to
+    letters, digits, `-` and `_`): a pid means something on its own box only."""
+    import socket
+
+    raw = os.environ.get("BENCH_HOST_ID") or socket.gethostname() or "localhost"
+    return re.sub(r"[^A-Za-z0-9_-]", "-", raw)[:63]
+
+
 def pid_alive(pid: int) -> bool:
     """Whether `pid` is a running process on this host (a zombie, killed but not yet reaped, is not)."""
     if pid <= 0:

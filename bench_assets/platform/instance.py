@@ -41,6 +41,9 @@ def prepare_home(home: Path) -> Path:
 
     state = load_state(home)
     if state is not None:
+        from bench_assets.platform.cluster.secrets import export_cluster_env
+
+        export_cluster_env(home)  # dagster.yaml names the database's address and password by these variables
         require_postgres(state)
     dh = dagster_home(home)
     dh.mkdir(parents=True, exist_ok=True)

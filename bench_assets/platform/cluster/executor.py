@@ -24,5 +24,8 @@ def cluster_executor(home: Path) -> Any | None:
         return None
     from dagster_celery import celery_executor
 
-    return celery_executor.configured({"broker": state.broker_url, "backend": state.backend_url,
+    # The URLs carry the Redis password: named by their environment variables (set from cluster/secrets.env in
+    # every cluster process), so the definitions, run config and snapshots hold the names only.
+    return celery_executor.configured({"broker": {"env": "BENCH_CELERY_BROKER"},
+                                       "backend": {"env": "BENCH_CELERY_BACKEND"},
                                        "config_source": CELERY_SETTINGS}, name="celery")

@@ -8,7 +8,8 @@ daemon and webserver, and one Celery worker per box. Everything it writes lives 
     BENCH_HOME/
       .bench-home               the home's marker: a worker that cannot read it is not on the shared filesystem
       cluster/
-        state.json              ports, pids, workers, the code hash (written by `bench cluster up`)
+        state.json              addresses, ports, pids, workers, the code hash (written by `bench cluster up`)
+        secrets.env             the PostgreSQL and Redis passwords, owner-only (secrets.py); nowhere else
         dagster/dagster.yaml    the cluster's Dagster instance (PostgreSQL storage, queued runs, pools)
         workspace.yaml          the daemon's and the webserver's workspace: the cluster's code server
         postgres/ redis/        the servers' data directories
@@ -41,6 +42,7 @@ LOST_AFTER_S = 30.0  # a heartbeat older than this means the worker (or its box)
 DB_NAME = "dagster"
 DB_USER = "bench"
 CODE_DIRS = ("bench_assets", "resources")
+LOOPBACK = "127.0.0.1"
 LOCATION_NAME = "bench"  # the code location's name (workspace.yaml's)
 # Celery settings shared by the executor (the run's side) and the workers (worker_app.py explains each).
 CELERY_SETTINGS: dict[str, Any] = {
@@ -51,6 +53,10 @@ CELERY_SETTINGS: dict[str, Any] = {
     "result_expires": 7 * 24 * 3600,
     "worker_hijack_root_logger": False,
 }  # with definitions.py: the code every box must run identically
+
+
+class ClusterError(RuntimeError):
+    """What the cluster verbs refuse with: a message naming the server, file or setting and the fix."""
 
 
 def cluster_dir(home: Path) -> Path:
@@ -91,7 +97,9 @@ class Worker:
     name: str  # also its own queue: steps can be pinned to a box by name
     lanes: int
     queues: list[str]
-    proc: Proc | None = None
+    proc: Proc | None = None  # its pid means something on `host` only
+    host: str = ""  # the box it runs on (`host_id()`); "" in a state written before workers could join
+    joined: bool = False  # started by `bench cluster join` on its own box (not by `up`): `down` cannot stop it
 
 
 @dataclass
@@ -106,18 +114,25 @@ class ClusterState:
     started_at: float = field(default_factory=time.time)
     servers: dict[str, Proc] = field(default_factory=dict)  # postgres, redis, code-server, daemon, webserver
     workers: list[Worker] = field(default_factory=list)
+    listen: list[str] = field(default_factory=lambda: [LOOPBACK])  # where PostgreSQL and Redis listen
+    allow: list[str] = field(default_factory=lambda: [f"{LOOPBACK}/32"])  # networks PostgreSQL accepts
+    ui_host: str = LOOPBACK  # the webserver's address (the UI has no authentication of its own)
+    host: str = ""  # the head box's name (`host_id()`): its pids are judged there only
+
+    @property
+    def head(self) -> str:
+        """The address the head's own processes (and, unless `join --head` says otherwise, workers) connect to."""
+        return self.listen[0]
 
     @property
     def postgres_url(self) -> str:
-        return f"postgresql+psycopg2://{DB_USER}@127.0.0.1:{self.postgres_port}/{DB_NAME}"
+        """Where the database is, for people (no password: that is in secrets.env only)."""
+        return f"postgresql://{DB_USER}@{url_host(self.head)}:{self.postgres_port}/{DB_NAME}"
 
     @property
     def broker_url(self) -> str:
-        return f"redis://127.0.0.1:{self.redis_port}/0"
-
-    @property
-    def backend_url(self) -> str:
-        return f"redis://127.0.0.1:{self.redis_port}/1"
+        """Where the broker is, for people (no password: that is in secrets.env only)."""
+        return f"redis://{url_host(self.head)}:{self.redis_port}/0"
 
     @property
     def ports(self) -> dict[str, int]:
@@ -178,6 +193,81 @@ def code_hash(repo: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def url_host(address: str) -> str:
+    """An address as a URL's host: IPv6 in brackets."""
+    return f"[{address}]" if ":" in address else address
+
+
+def parse_listen(listen: str, allow: str = "") -> tuple[list[str], list[str]]:
+    """`--listen ADDR[/PREFIX][,...]` and `--allow CIDR[,...]` -> (addresses to bind, networks PostgreSQL accepts).
+
+    An address given with its prefix (as `ip addr` shows it, e.g. 10.231.0.1/30) allows its network; a bare address
+    allows itself only; `--allow` adds the networks of other boxes. Wildcards (0.0.0.0, ::) are refused: bind the
+    addresses the boxes reach, so nothing listens where it was not asked to."""
+    import ipaddress
+
+    addresses, networks = [], []
+    for item in [x.strip() for x in listen.split(",") if x.strip()]:
+        try:
+            iface = ipaddress.ip_interface(item)
+        except ValueError:
+            raise ValueError(f"--listen {item!r} is not an address (e.g. 10.0.0.5 or 10.0.0.5/24)") from None
+        if iface.ip.is_unspecified:
+            raise ValueError(f"--listen {item}: a wildcard listens on every address of the box; give the address "
+                             "the other boxes reach (e.g. the private network's)")
+        addresses.append(str(iface.ip))
+        networks.append(str(iface.network if "/" in item else ipaddress.ip_network(iface.ip)))
+    for item in [x.strip() for x in allow.split(",") if x.strip()]:
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ValueError(f"--allow {item!r} is not a network (e.g. 10.0.0.0/24)") from None
+    if not addresses:
+        raise ValueError("--listen needs at least one address")
+    return list(dict.fromkeys(addresses)), list(dict.fromkeys(networks))
+
+
+def is_loopback(address: str) -> bool:
+    import ipaddress
+
+    return ipaddress.ip_address(address).is_loopback
+
+
+def pg_hba_conf(allow: list[str]) -> str:
+    """PostgreSQL's client rules: the `bench` role with its password (scram-sha-256) from exactly the allowed
+    networks, over TCP; nothing else (no trust, no other role, no other network: those find no rule and are
+    refused)."""
+    lines = ["# Written by `bench cluster up` (docs/scale-out.md): the bench role, by password, from these networks.",
+             "# TYPE  DATABASE  USER   ADDRESS  METHOD"]
+    lines += [f"host    all       {DB_USER}  {net}  scram-sha-256" for net in allow]
+    return "\n".join(lines) + "\n"
+
+
+def redis_conf(state: ClusterState, password: str, data_dir: Path) -> str:
+    """Redis's configuration, handed to it on its standard input (`redis-server -`): the password never appears on
+    a command line or in a file other than secrets.env."""
+    return "\n".join([
+        f"port {state.redis_port}",
+        f"bind {' '.join(state.listen)}",
+        "protected-mode yes",
+        f"requirepass {password}",
+        f'dir "{data_dir}"',
+        'save ""',
+        "appendonly no",
+    ]) + "\n"
+
+
+def cluster_env(state: ClusterState, pg_password: str, redis_password: str, head: str | None = None
+                ) -> dict[str, str]:
+    """The variables every cluster process reads its connections from (dagster.yaml and the Celery executor name
+    them; they are never written to a file but secrets.env): the head's address as this box reaches it, the ports
+    and the credentials."""
+    host = head or state.head
+    redis = f"redis://:{redis_password}@{url_host(host)}:{state.redis_port}"
+    return {"BENCH_PG_HOST": host, "BENCH_PG_PORT": str(state.postgres_port), "BENCH_PG_PASSWORD": pg_password,
+            "BENCH_CELERY_BROKER": f"{redis}/0", "BENCH_CELERY_BACKEND": f"{redis}/1", "BENCH_CLUSTER_HEAD": host}
+
+
 def cluster_workspace_yaml(port: int) -> str:
     """The workspace the daemon and the webserver load: the cluster's one code server. With `-w workspace.yaml`
     each would start a code server of its own, and the daemon replaces its own every minute (Dagster's workspace
@@ -200,9 +290,19 @@ def dagster_yaml(state: ClusterState, max_concurrent_runs: int) -> str:
     coordinator.setdefault("config", {})["dequeue_interval_seconds"] = 2
     block = yaml.safe_dump({"run_coordinator": coordinator}, sort_keys=False).rstrip("\n")
     return f"""# Written by `bench cluster up`: the cluster's Dagster instance (docs/scale-out.md).
+# The database's address and password come from the environment (BENCH_PG_*, from cluster/secrets.env).
 storage:
   postgres:
-    postgres_url: "{state.postgres_url}"
+    postgres_db:
+      username: {DB_USER}
+      password:
+        env: BENCH_PG_PASSWORD
+      hostname:
+        env: BENCH_PG_HOST
+      port:
+        env: BENCH_PG_PORT
+      db_name: {DB_NAME}
+      scheme: postgresql+psycopg2
 {block}
 concurrency:
   runs:

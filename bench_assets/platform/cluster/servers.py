@@ -17,14 +17,22 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_assets.platform.cluster.layout import DB_NAME, DB_USER, ClusterState, Proc, cluster_dir, log_path
-from bench_assets.platform.fsutil import pid_alive
+from bench_assets.platform.cluster.layout import (  # ClusterError: the cluster verbs' error, raised here too
+    DB_NAME,
+    DB_USER,
+    LOOPBACK,
+    ClusterError,
+    ClusterState,
+    Proc,
+    cluster_dir,
+    log_path,
+    pg_hba_conf,
+    redis_conf,
+    url_host,
+)
+from bench_assets.platform.fsutil import host_id, pid_alive
 
 INSTALL_HINT = "install the servers with `sudo apt-get install -y redis-server postgresql` (scripts/system_deps.sh)"
-
-
-class ClusterError(RuntimeError):
-    pass
 
 
 def find_binary(name: str) -> str:
@@ -37,35 +45,51 @@ def find_binary(name: str) -> str:
     raise ClusterError(f"{name} not found: {INSTALL_HINT}")
 
 
-def port_free(port: int) -> bool:
-    with socket.socket() as s:
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def port_free(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(_family(host)) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except OSError:
             return False
     return True
 
 
-def pick_port(wanted: int, what: str) -> int:
-    """`wanted` when given (refused with the reason if taken), else a free loopback port."""
+def pick_port(wanted: int, what: str, hosts: tuple[str, ...] | list[str] = (LOOPBACK,)) -> int:
+    """`wanted` when given (refused with the reason if taken on any of `hosts`), else a port free on all of them."""
     if wanted:
-        if not port_free(wanted):
-            raise ClusterError(f"port {wanted} for {what} is in use on 127.0.0.1: pass another port, or 0 to let "
-                               "`bench cluster up` choose a free one")
+        taken = [h for h in hosts if not port_free(wanted, h)]
+        if taken:
+            raise ClusterError(f"port {wanted} for {what} is in use on {', '.join(taken)} (or that address is not "
+                               "on this box): pass another port, or 0 to let `bench cluster up` choose a free one")
         return wanted
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for _ in range(50):
+        with socket.socket(_family(hosts[0])) as s:
+            s.bind((hosts[0], 0))
+            port = s.getsockname()[1]
+        if all(port_free(port, h) for h in hosts[1:]):
+            return port
+    raise ClusterError(f"no port free on all of {', '.join(hosts)} for {what}")
 
 
-def spawn(home: Path, name: str, argv: list[str], env: dict[str, str], cwd: Path) -> Proc:
-    """Start `argv` in a new session with its output in the cluster's log for `name`."""
+def spawn(home: Path, name: str, argv: list[str], env: dict[str, str], cwd: Path, stdin_text: str | None = None
+          ) -> Proc:
+    """Start `argv` in a new session with its output in the cluster's log for `name` (`stdin_text`, when given, is
+    written to its standard input: configuration that must not be on a command line)."""
     log = log_path(home, name)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE, env=env, cwd=cwd,
                              start_new_session=True)
+        if stdin_text is not None:
+            assert p.stdin is not None
+            p.stdin.write(stdin_text.encode())
+            p.stdin.close()
     return Proc(pid=p.pid, argv=argv, log=str(log))
 
 
@@ -146,7 +170,10 @@ def _check_traversable(path: Path) -> None:
                                f"others can enter, or `chmod o+x {parent}`")
 
 
-def start_postgres(home: Path, port: int) -> Proc:
+def start_postgres(home: Path, state: ClusterState, password: str) -> Proc:
+    """PostgreSQL on the state's addresses only, the `bench` role with `password` (scram-sha-256), client rules for
+    exactly the allowed networks (`pg_hba_conf`, rewritten at every start). The password goes to initdb in an
+    owner-only file it removes at once and to the tools in their environment, never on a command line."""
     base = cluster_dir(home) / "postgres"
     data, sock = base / "data", base / "run"
     _check_traversable(base)
@@ -154,21 +181,37 @@ def start_postgres(home: Path, port: int) -> Proc:
     first = not (data / "PG_VERSION").exists()
     for d in (data, sock):
         d.mkdir(parents=True, exist_ok=True)
-    if prefix:
-        pw = pwd.getpwnam("postgres")
+    pw = pwd.getpwnam("postgres") if prefix else None
+    if pw is not None:
         for d in (base, data, sock):
             os.chown(d, pw.pw_uid, pw.pw_gid)
     data.chmod(0o700)
     log = base / "server.log"
     if first:
-        _run([*prefix, find_binary("initdb"), "-D", str(data), "-U", DB_USER, "--auth=trust", "-E", "UTF8",
-              "--no-instructions"], "initdb")
-    options = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1"
+        pwfile = base / ".initdb-password"  # owner-only, for initdb's --pwfile, removed as soon as it has read it
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, (password + "\n").encode())
+            os.close(fd)
+            if pw is not None:
+                os.chown(pwfile, pw.pw_uid, pw.pw_gid)
+            _run([*prefix, find_binary("initdb"), "-D", str(data), "-U", DB_USER, "--auth=scram-sha-256",
+                  f"--pwfile={pwfile}", "-E", "UTF8", "--no-instructions"], "initdb")
+        finally:
+            pwfile.unlink(missing_ok=True)
+    hba = data / "pg_hba.conf"
+    hba.write_text(pg_hba_conf(state.allow))
+    if pw is not None:
+        os.chown(hba, pw.pw_uid, pw.pw_gid)
+    hba.chmod(0o600)
+    options = (f"-p {state.postgres_port} -k {sock} -c listen_addresses={','.join(state.listen)} "
+               "-c password_encryption=scram-sha-256")
     _run([*prefix, find_binary("pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60",
           "start"], "pg_ctl start")
     pid = int((data / "postmaster.pid").read_text().split()[0])
     if first:
-        _run([find_binary("createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", DB_USER, DB_NAME], "createdb")
+        _run([find_binary("createdb"), "-h", state.head, "-p", str(state.postgres_port), "-U", DB_USER, DB_NAME],
+             "createdb", env={**os.environ, "PGPASSWORD": password})
     return Proc(pid=pid, argv=["pg_ctl", "start", "-D", str(data), "-o", options], log=str(log))
 
 
@@ -183,8 +226,9 @@ def stop_postgres(home: Path, proc: Proc) -> bool:
     return True
 
 
-def _run(argv: list[str], what: str) -> None:
-    r = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+def _run(argv: list[str], what: str, stdin_text: str | None = None, env: dict[str, str] | None = None) -> None:
+    r = subprocess.run(argv, capture_output=True, text=True, env=env,
+                       **({"input": stdin_text} if stdin_text is not None else {"stdin": subprocess.DEVNULL}))
     if r.returncode != 0:
         raise ClusterError(f"{what} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-800:]}")
 
@@ -192,50 +236,70 @@ def _run(argv: list[str], what: str) -> None:
 # ------------------------------------------------------------------------------------------------------- Redis
 
 
-def start_redis(home: Path, port: int) -> Proc:
+def start_redis(home: Path, state: ClusterState, password: str) -> Proc:
+    """Redis on the state's addresses with `requirepass` and protected mode, configured on its standard input."""
     data = cluster_dir(home) / "redis"
     data.mkdir(parents=True, exist_ok=True)
-    argv = [find_binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
-            "--save", "", "--appendonly", "no", "--protected-mode", "yes"]
-    proc = spawn(home, "redis", argv, dict(os.environ), data)
-    wait_for(lambda: redis_ping(port), "redis-server", proc, 30)
+    argv = [find_binary("redis-server"), "-"]
+    proc = spawn(home, "redis", argv, dict(os.environ), data, stdin_text=redis_conf(state, password, data))
+    wait_for(lambda: redis_ping(state.redis_port, password, state.head), "redis-server", proc, 30)
     return proc
 
 
-def redis_ping(port: int) -> bool:
+def redis_command(host: str, port: int, password: str | None, *args: str, timeout: float = 2.0) -> list[bytes]:
+    """Send AUTH (when a password is given) and one command in Redis's protocol; the raw reply lines."""
+    def encode(parts: tuple[str, ...]) -> bytes:
+        return f"*{len(parts)}\r\n".encode() + b"".join(f"${len(p.encode())}\r\n{p}\r\n".encode() for p in parts)
+
+    payload = (encode(("AUTH", password)) if password else b"") + encode(args)
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(payload)
+        want = 2 if password else 1
+        buf = b""
+        while buf.count(b"\r\n") < want:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            buf += chunk
+    return buf.split(b"\r\n")[:want]
+
+
+def redis_ping(port: int, password: str | None = None, host: str = LOOPBACK) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
+        return redis_command(host, port, password, "PING", timeout=1)[-1].startswith(b"+PONG")
     except OSError:
         return False
 
 
 def require_postgres(state: ClusterState) -> None:
     """The cluster's PostgreSQL answers, or a ClusterError naming it and how to bring it back."""
-    if not postgres_ready(state.postgres_port):
-        raise ClusterError(f"the cluster's PostgreSQL (127.0.0.1:{state.postgres_port}, recorded in "
+    if not postgres_ready(state.postgres_port, state.head):
+        raise ClusterError(f"the cluster's PostgreSQL ({state.head}:{state.postgres_port}, recorded in "
                            f"{state.home}/cluster/state.json) is not answering: restart the cluster with "
                            "`bench cluster down && bench cluster up`, or `bench cluster down` to work without it")
 
 
 def require_servers(state: ClusterState) -> None:
     """Everything a campaign submission needs answers (checked before anything is submitted)."""
+    from bench_assets.platform.cluster.secrets import read_secrets
+
     require_postgres(state)
-    if not redis_ping(state.redis_port):
-        raise ClusterError(f"the cluster's Redis (127.0.0.1:{state.redis_port}) is not answering: restart the "
+    if not redis_ping(state.redis_port, read_secrets(Path(state.home)).redis_password, state.head):
+        raise ClusterError(f"the cluster's Redis ({state.head}:{state.redis_port}) is not answering: restart the "
                            "cluster with `bench cluster down && bench cluster up`; nothing was submitted")
-    if not webserver_up(state.webserver_port):
-        raise ClusterError(f"the cluster's Dagster webserver (127.0.0.1:{state.webserver_port}) is not answering: "
-                           "restart the cluster with `bench cluster down && bench cluster up`; nothing was submitted")
-    if "daemon" not in state.servers or not pid_alive(state.servers["daemon"].pid):
+    if not webserver_up(state.webserver_port, state.ui_host):
+        raise ClusterError(f"the cluster's Dagster webserver ({state.ui_host}:{state.webserver_port}) is not "
+                           "answering: restart the cluster with `bench cluster down && bench cluster up`; "
+                           "nothing was submitted")
+    on_head = state.host in ("", host_id())  # the daemon's pid means something on the head box only
+    if "daemon" not in state.servers or (on_head and not pid_alive(state.servers["daemon"].pid)):
         raise ClusterError("the cluster's Dagster daemon is not running (it launches submitted runs): restart the "
                            "cluster with `bench cluster down && bench cluster up`; nothing was submitted")
 
 
-def postgres_ready(port: int) -> bool:
+def postgres_ready(port: int, host: str = LOOPBACK) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
+        with socket.create_connection((host, port), timeout=1):
             return True
     except OSError:
         return False
@@ -255,9 +319,9 @@ def dagster_bin(name: str) -> str:
     return found
 
 
-def webserver_up(port: int) -> bool:
+def webserver_up(port: int, host: str = LOOPBACK) -> bool:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2) as r:
+        with urllib.request.urlopen(f"http://{url_host(host)}:{port}/server_info", timeout=2) as r:
             return r.status == 200
     except OSError:
         return False
@@ -288,10 +352,11 @@ def start_daemon(home: Path, env: dict[str, str], repo: Path, workspace: Path) -
     return spawn(home, "daemon", [dagster_bin("dagster-daemon"), "run", "-w", str(workspace)], env, repo)
 
 
-def start_webserver(home: Path, env: dict[str, str], repo: Path, port: int, workspace: Path) -> Proc:
-    argv = [dagster_bin("dagster-webserver"), "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)]
+def start_webserver(home: Path, env: dict[str, str], repo: Path, port: int, workspace: Path,
+                    host: str = LOOPBACK) -> Proc:
+    argv = [dagster_bin("dagster-webserver"), "-w", str(workspace), "-h", host, "-p", str(port)]
     proc = spawn(home, "webserver", argv, env, repo)
-    wait_for(lambda: webserver_up(port), "dagster-webserver", proc, 120)
+    wait_for(lambda: webserver_up(port, host), "dagster-webserver", proc, 120)
     return proc
 
 

@@ -17,6 +17,7 @@ Bound: LOST_AFTER_S (30 s) + the sensor's interval (15 s) after the box stops.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,8 +106,11 @@ def _result_backend(state: ClusterState) -> Any:
     from celery import Celery
 
     from bench_assets.platform.cluster.layout import CELERY_SETTINGS
+    from bench_assets.platform.cluster.secrets import cluster_process_env
 
-    return Celery("dagster", broker=state.broker_url, backend=state.backend_url,
+    env = {**cluster_process_env(Path(state.home), state), **{k: v for k, v in os.environ.items()
+                                                              if k in ("BENCH_CELERY_BROKER", "BENCH_CELERY_BACKEND")}}
+    return Celery("dagster", broker=env["BENCH_CELERY_BROKER"], backend=env["BENCH_CELERY_BACKEND"],
                   config_source=CELERY_SETTINGS).backend
 
 

@@ -51,7 +51,11 @@ def make_worker_app() -> Any:
     state = load_state(_home())
     if state is None:
         raise RuntimeError(f"no cluster under {_home()}: run `bench cluster up` first")
-    app = make_app({"broker": state.broker_url, "backend": state.backend_url, "config_source": CELERY_SETTINGS})
+    broker, backend = os.environ.get("BENCH_CELERY_BROKER"), os.environ.get("BENCH_CELERY_BACKEND")
+    if not broker or not backend:
+        raise RuntimeError("BENCH_CELERY_BROKER is not set: start workers with `bench cluster worker` or `bench "
+                           "cluster join` (they read the credentials from cluster/secrets.env)")
+    app = make_app({"broker": broker, "backend": backend, "config_source": CELERY_SETTINGS})
     create_task(app)
     signals.worker_ready.connect(_start_heartbeat, weak=False)
     signals.worker_process_init.connect(_die_with_parent, weak=False)
@@ -65,12 +69,30 @@ def _start_heartbeat(**_kw: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def beat() -> None:
+        asked = False
         while True:
             path.touch()
+            if not asked and _must_restart():
+                asked = True
+                os.kill(os.getpid(), signal.SIGTERM)  # Celery's warm shutdown: running steps finish first
             time.sleep(HEARTBEAT_S)
 
     path.touch()
     threading.Thread(target=beat, name="bench-heartbeat", daemon=True).start()
+
+
+def _must_restart() -> bool:
+    """`bench cluster down` asked this worker to stop (its stop file), or the credentials it started with were
+    rotated (secrets.env's generation moved on): it then finishes and exits (`join` starts it again)."""
+    from bench_assets.platform.cluster.secrets import SecretsError, read_secrets
+
+    if (worker_dir(_home(), _name()) / "stop").exists():
+        return True
+    started = os.environ.get("BENCH_SECRETS_GENERATION")
+    try:
+        return started is not None and read_secrets(_home()).generation != int(started)
+    except (SecretsError, ValueError):
+        return False
 
 
 def _die_with_parent(**_kw: Any) -> None:
