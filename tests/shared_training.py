@@ -68,3 +68,38 @@ def trained_yolo9_tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     proc = subprocess.CompletedProcess(["train", str(folder / "spec.json")], child["returncode"], child["stdout"],
                                        child["stderr"])
     return folder / "run", proc
+
+
+# The campaign both cluster tests run (tests/platform/test_cluster.py on loopback, test_real_boxes.py across network
+# namespaces): two of the mini suite with the smoke recipe cut to CLUSTER_EPOCHS epochs. test_cluster.py explains the
+# choice of datasets and epochs.
+CLUSTER_DATASETS = ("mini-large", "mini-tiny")
+CLUSTER_EPOCHS = 3
+
+
+def cluster_recipe() -> dict[str, Any]:
+    """The smoke recipe of yolo9 with CLUSTER_EPOCHS epochs (what the cluster tests write to a recipe file)."""
+    from bench_assets.rf100vl.training.recipes import RECIPES_DIR
+
+    doc = json.loads((RECIPES_DIR / "smoke" / "yolo9.json").read_text())
+    doc["protocol"]["epochs"] = CLUSTER_EPOCHS
+    return doc
+
+
+def one_box_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cluster tests' campaign run on one box (2 lanes, a fresh home, no cluster), once per run of the suite:
+    `recipe.json` and `home/` (datasets, runs, scores, warehouse) in the returned folder. test_cluster.py compares
+    the cluster's training with it; test_real_boxes.py starts from a private copy of it, so the namespaced cluster
+    reuses its checkpoints instead of training again. Read only."""
+    from tests.conftest import run_bench
+
+    def build(folder: Path) -> None:
+        recipe = folder / "recipe.json"
+        recipe.write_text(json.dumps(cluster_recipe(), indent=2))
+        home = folder / "home"
+        out = run_bench("campaign", "--model", "yolo9-t", "--datasets", ",".join(CLUSTER_DATASETS), "--recipe",
+                        str(recipe), "--lanes", "2", home=home, timeout=1800)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+    return shared(tmp_path_factory, "one-box-campaign", {"datasets": CLUSTER_DATASETS, "epochs": CLUSTER_EPOCHS},
+                  build)

@@ -21,20 +21,23 @@ from typing import Any
 
 import pytest
 
+from bench_assets.platform.cluster.secrets import export_cluster_env
 from tests.conftest import run_bench
+from tests.shared_training import CLUSTER_DATASETS, CLUSTER_EPOCHS, cluster_recipe, one_box_campaign
 
 pytestmark = pytest.mark.slow
 
-# The campaign the cluster runs: two of the mini suite (one partition per worker) with the smoke recipe cut to
-# EPOCHS epochs (a recipe file the module writes). As few as still show it: the test is about the cluster training
-# exactly what one box trains, which the per-epoch train loss shows to full precision whether or not the epochs learn
-# much (they do not: test mAP50-95 stays near 0). Three, because the lost worker is killed once its partition wrote
-# the last.pt of epoch 1 and must die mid-training: two epochs left (about 9 s on mini-tiny, the shorter of the two,
-# on a Zen 3 host) for the test to see the checkpoint and kill; the lost partition then has epoch 1 from box1 and
-# epochs 2-3 from box2. The one-box run is measured here, in the same module, every time (training is deterministic
-# on one host, not across CPU kernels: docs/scale-out.md).
-DATASETS = ("mini-large", "mini-tiny")
-EPOCHS = 3
+# The campaign the cluster runs (tests/shared_training.py): two of the mini suite (one partition per worker) with
+# the smoke recipe cut to EPOCHS epochs (a recipe file the module writes). As few as still show it: the test is about
+# the cluster training exactly what one box trains, which the per-epoch train loss shows to full precision whether or
+# not the epochs learn much (they do not: test mAP50-95 stays near 0). Three, because the lost worker is killed once
+# its partition wrote the last.pt of epoch 1 and must die mid-training: two epochs left (about 9 s on mini-tiny, the
+# shorter of the two, on a Zen 3 host) for the test to see the checkpoint and kill; the lost partition then has epoch
+# 1 from box1 and epochs 2-3 from box2. The one-box run is measured in the same run of the suite, every time
+# (training is deterministic on one host, not across CPU kernels: docs/scale-out.md), once for this file and
+# test_real_boxes.py.
+DATASETS = CLUSTER_DATASETS
+EPOCHS = CLUSTER_EPOCHS
 RECIPE = Path(tempfile.gettempdir()) / f"bench-cluster-recipe-{os.getpid()}" / "yolo9-cluster.json"
 CAMPAIGN = ("campaign", "--model", "yolo9-t", "--datasets", ",".join(DATASETS), "--recipe", str(RECIPE))
 WATCHDOG_BOUND_S = 120  # heartbeat staleness 30 s + sensor interval 15 s + run termination, with slack
@@ -68,13 +71,9 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def recipe() -> Iterator[Path]:
-    """The smoke recipe with EPOCHS epochs, at RECIPE (CAMPAIGN names it): one file for the cluster and one box."""
-    from bench_assets.rf100vl.training.recipes import RECIPES_DIR
-
-    doc = json.loads((RECIPES_DIR / "smoke" / "yolo9.json").read_text())
-    doc["protocol"]["epochs"] = EPOCHS
+    """The smoke recipe with EPOCHS epochs, at RECIPE (CAMPAIGN names it): what the one-box run trained with."""
     RECIPE.parent.mkdir(parents=True, exist_ok=True)
-    RECIPE.write_text(json.dumps(doc, indent=2))
+    RECIPE.write_text(json.dumps(cluster_recipe(), indent=2))
     yield RECIPE
     shutil.rmtree(RECIPE.parent, ignore_errors=True)
 
@@ -104,15 +103,9 @@ def cluster(recipe: Path) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def one_box(recipe: Path) -> dict[str, dict[str, Any]]:
+def one_box(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """What the campaign trains on one box (2 lanes, a fresh home, no cluster): the reference for the cluster's."""
-    home = Path(tempfile.mkdtemp(prefix="bench-one-box-", dir="/tmp"))
-    try:
-        out = run_bench(*CAMPAIGN, "--lanes", "2", home=home, timeout=1800)
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-        return _trained(home)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    return _trained(one_box_campaign(tmp_path_factory) / "home")
 
 
 def test_status_lists_servers_and_workers(cluster: Path) -> None:
@@ -257,6 +250,7 @@ def _partition_of(home: Path, run_id: str) -> str:
     import dagster as dg
 
     os.environ["DAGSTER_HOME"] = str(home / "cluster" / "dagster")
+    export_cluster_env(home)  # dagster.yaml names the database's address and password by environment variables
     with dg.DagsterInstance.get() as inst:
         return inst.get_run_by_id(run_id).tags["dagster/partition"]
 
@@ -269,6 +263,7 @@ def _run_end_time(home: Path, run_id: str) -> float:
     import dagster as dg
 
     os.environ["DAGSTER_HOME"] = str(home / "cluster" / "dagster")
+    export_cluster_env(home)  # dagster.yaml names the database's address and password by environment variables
     with dg.DagsterInstance.get() as inst:
         rec = inst.get_run_records(dg.RunsFilter(run_ids=[run_id]))[0]
         assert rec.dagster_run.status in (dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.FAILURE)
@@ -354,6 +349,7 @@ def _instance(home: Path) -> Iterator[Any]:
     import dagster as dg
 
     os.environ["DAGSTER_HOME"] = str(home / "cluster" / "dagster")
+    export_cluster_env(home)  # dagster.yaml names the database's address and password by environment variables
     with dg.DagsterInstance.get() as inst:
         yield inst
 

@@ -1,0 +1,139 @@
+"""The cluster's credentials and addresses, without servers: the owner-only secrets file, what `--listen` and
+`--allow` become (the addresses bound, PostgreSQL's client rules, Redis's configuration), and that nothing the
+cluster writes besides secrets.env carries a password. The servers themselves: tests/platform/test_cluster.py
+(loopback) and tests/platform/test_real_boxes.py (network namespaces)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench_assets.platform.cluster.layout import (
+    ClusterError,
+    ClusterState,
+    Worker,
+    cluster_env,
+    dagster_yaml,
+    parse_listen,
+    pg_hba_conf,
+    redis_conf,
+)
+from bench_assets.platform.cluster.secrets import (
+    SecretsError,
+    cluster_process_env,
+    ensure_secrets,
+    new_secrets,
+    read_secrets,
+    secrets_path,
+    write_secrets,
+)
+
+
+def _state(home: Path, listen: str = "10.231.0.1/30", allow: str = "") -> ClusterState:
+    addresses, networks = parse_listen(listen, allow)
+    return ClusterState(home=str(home), home_id="abc", code_hash="0" * 16, postgres_port=5433, redis_port=6380,
+                        webserver_port=3000, code_server_port=4000, listen=addresses, allow=networks,
+                        workers=[Worker(name="box1", lanes=1, queues=["gpu"])])
+
+
+def test_secrets_file_is_owner_only_whatever_the_umask_and_reads_back(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        s = ensure_secrets(tmp_path)
+    finally:
+        os.umask(old)
+    path = secrets_path(tmp_path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert read_secrets(tmp_path) == s and s.generation == 1
+    assert ensure_secrets(tmp_path) == s  # kept across `up`s: the database keeps its password
+    assert s.pg_password != s.redis_password and len(s.pg_password) >= 32
+    assert s.pg_password not in repr(s) and s.redis_password not in repr(s)  # a traceback shows no password
+    assert not list(path.parent.glob(".secrets.env.*"))  # no temp file left beside it
+
+
+def test_secrets_readable_by_others_missing_or_incomplete_are_refused_naming_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(SecretsError, match="secrets.env is missing"):
+        read_secrets(tmp_path)
+    path = write_secrets(tmp_path, new_secrets())
+    path.chmod(0o644)
+    with pytest.raises(SecretsError, match=r"readable by others \(mode 0o644\).*chmod 600"):
+        read_secrets(tmp_path)
+    path.chmod(0o600)
+    path.write_text("BENCH_PG_PASSWORD=x\nBENCH_SECRETS_GENERATION=1\n")
+    with pytest.raises(SecretsError, match="field BENCH_REDIS_PASSWORD missing"):
+        read_secrets(tmp_path)
+    assert isinstance(SecretsError("x"), ClusterError)  # every cluster verb reports it as its own refusal
+
+
+@pytest.mark.parametrize(("listen", "allow", "addresses", "networks"), [
+    ("127.0.0.1", "", ["127.0.0.1"], ["127.0.0.1/32"]),
+    ("10.231.0.1/30", "", ["10.231.0.1"], ["10.231.0.0/30"]),
+    ("10.0.0.5", "10.0.1.0/24,10.0.2.7", ["10.0.0.5"], ["10.0.0.5/32", "10.0.1.0/24", "10.0.2.7/32"]),
+    ("10.231.0.1/30,127.0.0.1", "", ["10.231.0.1", "127.0.0.1"], ["10.231.0.0/30", "127.0.0.1/32"]),
+    ("fd00::1/64", "", ["fd00::1"], ["fd00::/64"]),
+])
+def test_listen_and_allow_become_the_bound_addresses_and_the_allowed_networks(
+        listen: str, allow: str, addresses: list[str], networks: list[str]) -> None:
+    assert parse_listen(listen, allow) == (addresses, networks)
+
+
+@pytest.mark.parametrize(("listen", "allow", "message"), [
+    ("0.0.0.0", "", "wildcard"), ("::", "", "wildcard"), ("head-box", "", "not an address"),
+    ("10.0.0.5", "10.0.0.0/33", "not a network"), ("", "", "at least one address"),
+])
+def test_wildcards_and_malformed_addresses_are_refused(listen: str, allow: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_listen(listen, allow)
+
+
+def test_postgres_accepts_the_bench_role_by_password_from_exactly_the_allowed_networks() -> None:
+    rules = [line.split() for line in pg_hba_conf(["10.231.0.0/30", "10.0.1.0/24"]).splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert rules == [["host", "all", "bench", "10.231.0.0/30", "scram-sha-256"],
+                     ["host", "all", "bench", "10.0.1.0/24", "scram-sha-256"]]  # no trust, no local, no other role
+
+
+def test_redis_binds_the_listen_addresses_with_a_password_and_protected_mode(tmp_path: Path) -> None:
+    state = _state(tmp_path, "10.231.0.1/30,10.231.0.9")
+    conf = dict(line.split(" ", 1) for line in redis_conf(state, "pw-123", tmp_path).splitlines())
+    assert conf["bind"] == "10.231.0.1 10.231.0.9" and conf["port"] == "6380"
+    assert conf["requirepass"] == "pw-123" and conf["protected-mode"] == "yes"
+
+
+def test_nothing_the_cluster_writes_but_secrets_env_carries_a_password(tmp_path: Path) -> None:
+    write_secrets(tmp_path, new_secrets())
+    s = read_secrets(tmp_path)
+    state = _state(tmp_path)
+    written = state.to_json() + dagster_yaml(state, max_concurrent_runs=3) + state.postgres_url + state.broker_url
+    assert s.pg_password not in written and s.redis_password not in written
+    storage = yaml.safe_load(dagster_yaml(state, 3))["storage"]["postgres"]["postgres_db"]
+    assert storage["password"] == {"env": "BENCH_PG_PASSWORD"} and storage["hostname"] == {"env": "BENCH_PG_HOST"}
+    assert "password" not in json.loads(state.to_json())  # the state names no credential field at all
+    env = cluster_process_env(tmp_path, state)
+    assert env["BENCH_CELERY_BROKER"] == f"redis://:{s.redis_password}@10.231.0.1:6380/0"
+    assert env["BENCH_CELERY_BACKEND"].endswith("@10.231.0.1:6380/1") and env["BENCH_PG_PASSWORD"] == s.pg_password
+    assert env["BENCH_SECRETS_GENERATION"] == "1"
+    other_box = cluster_env(state, "a", "b", head="10.231.0.5")  # `join --head`: the head as that box reaches it
+    assert other_box["BENCH_PG_HOST"] == "10.231.0.5" and "@10.231.0.5:6380/0" in other_box["BENCH_CELERY_BROKER"]
+
+
+def test_the_celery_executor_reads_its_urls_from_the_environment_when_a_run_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The executor set on the Definitions holds the variables' names: the URL (with the Redis password) is resolved
+    in the run's process, so it is in no definition, snapshot or run config."""
+    from bench_assets.platform.cluster import executor
+
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster" / "state.json").write_text(_state(tmp_path).to_json())
+    monkeypatch.setenv("BENCH_CLUSTER", "1")
+    celery = executor.cluster_executor(tmp_path)
+    for password in ("first-secret", "rotated-secret"):
+        monkeypatch.setenv("BENCH_CELERY_BROKER", f"redis://:{password}@10.231.0.1:6380/0")
+        monkeypatch.setenv("BENCH_CELERY_BACKEND", f"redis://:{password}@10.231.0.1:6380/1")
+        config = celery.config_schema.resolve_config({}).value["config"]
+        assert config["broker"].startswith(f"redis://:{password}@") and config["backend"].endswith(":6380/1")
