@@ -19,16 +19,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench_assets.platform.fsutil import (
-    SCRATCH_RANDOM as _RANDOM,
-)
-from bench_assets.platform.fsutil import (
+    OWNER_RE,
+    host_id,
     human_bytes,
     is_scratch_name,
+    owner_gone,
     path_age_s,
     pid_alive,
     remove_path,
     scratch_orphaned,
     scratch_pid,
+)
+from bench_assets.platform.fsutil import (
+    SCRATCH_RANDOM as _RANDOM,
 )
 
 if TYPE_CHECKING:
@@ -36,8 +39,9 @@ if TYPE_CHECKING:
 
 POOLS = ("gpu", "duckdb_writer")
 UNOWNED_TEMP_MAX_AGE_S = 600.0  # a temp without an owner pid is orphaned when untouched this long
-# `.<name>.<random>.tmp` (fsutil.atomic_write_bytes, mkstemp) or `.<name>.<pid>.tmp` (child atomic_torch_save)
-_ATOMIC_TEMP = re.compile(rf"\..+\.({_RANDOM}|\d+)\.tmp")
+# `.<name>.<random>.tmp` (fsutil.atomic_write_bytes, mkstemp) or `.<name>.<pid>@<host>.tmp` (child
+# atomic_torch_save; `.<name>.<pid>.tmp` before hosts were recorded)
+_ATOMIC_TEMP = re.compile(rf"\..+?\.(?:{OWNER_RE}|{_RANDOM})\.tmp")
 _WRITE_PROBE = re.compile(rf"\.write-probe-{_RANDOM}")  # preflight.unwritable_dirs
 _ACTIVE = ("STARTED", "STARTING", "CANCELING")
 
@@ -140,16 +144,17 @@ def _temp_reason(home: Path, path: Path, is_dir: bool) -> tuple[str, bool] | Non
             return "scratch folder of an older version, untouched for over an hour", False
         return f"scratch of process {pid}, which is gone", False
     if path.parent == home and not is_dir:
-        for p, pid in loader_temp_files(home / "warehouse.duckdb"):
+        for p, pid, host in loader_temp_files(home / "warehouse.duckdb"):
             if p == path:
-                alive = pid == os.getpid() or pid_alive(pid)
-                return None if alive else (f"warehouse rebuild scratch of process {pid}, which is gone", False)
+                mine = pid == os.getpid() and host in (None, host_id())
+                gone = not mine and owner_gone(pid, host)
+                return (f"warehouse rebuild scratch of process {pid}, which is gone", False) if gone else None
     unowned = not is_dir and (_ATOMIC_TEMP.fullmatch(name) or _WRITE_PROBE.fullmatch(name))
     if not unowned:
         return None
     m = _ATOMIC_TEMP.fullmatch(name)
-    if m and m.group(1).isdigit() and pid_alive(int(m.group(1))):
-        return None  # `.<name>.<pid>.tmp` of a live writer
+    if m and m.group(1) and (m.group(2) not in (None, host_id()) or pid_alive(int(m.group(1)))):
+        return None  # `.<name>.<pid>@<host>.tmp` of a live writer, or of a writer on another box (not judged here)
     age = path_age_s(path)
     if age <= UNOWNED_TEMP_MAX_AGE_S:
         return None

@@ -126,6 +126,23 @@ def host_id() -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", raw)[:63]
 
 
+HOST_RE = r"[A-Za-z0-9_-]{1,63}"  # what `host_id()` gives
+OWNER_RE = rf"(\d+)(?:@({HOST_RE}))?"  # `<pid>@<host>` in a temp name; a bare pid in names from before hosts
+
+
+def owner_tag() -> str:
+    """`<pid>@<host>`: who writes a temp file or folder, as its name records it (a pid is judged on its host)."""
+    return f"{os.getpid()}@{host_id()}"
+
+
+def owner_gone(pid: int, host: str | None) -> bool:
+    """Whether the writer `pid` on `host` is known to be gone: only a process of this box can be judged (a name
+    without a host is from before hosts were recorded: this box's). Another box's writer is never judged dead."""
+    if host is not None and host != host_id():
+        return False
+    return not pid_alive(pid)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether `pid` is a running process on this host (a zombie, killed but not yet reaped, is not)."""
     if pid <= 0:
@@ -170,19 +187,27 @@ def remove_path(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def scratch_pid(name: str, prefix: str | None = None) -> int | None:
-    """The owner pid recorded in a scratch folder's name, None for a legacy name (or not a scratch name).
+def scratch_owner(name: str, prefix: str | None = None) -> tuple[int, str | None] | None:
+    """(pid, host) of the owner a scratch folder's name records (host None in names from before hosts were
+    recorded), None for a legacy name without a pid (or not a scratch name).
 
-    With `prefix`, the name must be that kind's; without, the prefix is whatever comes before `-<pid>-<random>`.
+    With `prefix`, the name must be that kind's; without, the prefix is whatever comes before
+    `-<pid>@<host>-<random>`.
     """
-    head = re.escape(f".tmp-{prefix}-") if prefix is not None else r"\.tmp-.+-"
-    m = re.fullmatch(rf"{head}(\d+)-{SCRATCH_RANDOM}", name)
-    return int(m.group(1)) if m else None
+    head = re.escape(f".tmp-{prefix}-") if prefix is not None else r"\.tmp-.+?-"
+    m = re.fullmatch(rf"{head}{OWNER_RE}-{SCRATCH_RANDOM}", name)
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def scratch_pid(name: str, prefix: str | None = None) -> int | None:
+    """The owner pid recorded in a scratch folder's name (`scratch_owner` without the host)."""
+    owner = scratch_owner(name, prefix)
+    return owner[0] if owner else None
 
 
 def is_scratch_name(name: str, prefix: str | None = None) -> bool:
     head = re.escape(f".tmp-{prefix}-") if prefix is not None else r"\.tmp-.+-"
-    return re.fullmatch(rf"{head}(\d+-)?{SCRATCH_RANDOM}", name) is not None
+    return re.fullmatch(rf"{head}({OWNER_RE}-)?{SCRATCH_RANDOM}", name) is not None
 
 
 def scratch_orphaned(path: Path, prefix: str | None = None) -> bool:
@@ -190,13 +215,14 @@ def scratch_orphaned(path: Path, prefix: str | None = None) -> bool:
     which is not using it), or, for a legacy name without a pid, nothing in it changed for an hour."""
     if not is_scratch_name(path.name, prefix):
         return False
-    pid = scratch_pid(path.name, prefix)
-    if pid is None:
+    owner = scratch_owner(path.name, prefix)
+    if owner is None:
         return path_age_s(path) > LEGACY_SCRATCH_MAX_AGE_S
-    if pid == os.getpid():
+    pid, host = owner
+    if pid == os.getpid() and host in (None, host_id()):
         with _LIVE_LOCK:
             return _identity(path) not in _LIVE_SCRATCH
-    return not pid_alive(pid)
+    return owner_gone(pid, host)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -235,7 +261,7 @@ def staging_dir(parent: Path, prefix: str) -> Iterator[Path]:
     parent.mkdir(parents=True, exist_ok=True)
     with _LIVE_LOCK:  # another thread must not sweep this folder between its creation and its registration
         sweep_orphans(parent, prefix)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}-{os.getpid()}-", dir=parent))
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}-{owner_tag()}-", dir=parent))
         st = tmp.stat()
         identity = (st.st_dev, st.st_ino)
         _LIVE_SCRATCH.add(identity)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_assets.platform.fsutil import atomic_write_text, pid_alive
+from bench_assets.platform.fsutil import atomic_write_text, host_id, pid_alive
 from bench_assets.platform.instance_template import template_text, upgraded
 from resources.lanes import lanes_from_env
 
@@ -92,7 +91,7 @@ def dead_cli_runs(instance: dg.DagsterInstance) -> list[tuple[dg.DagsterRun, int
     """(run, pid) of STARTED/STARTING runs launched by a `bench` process on this host that is gone."""
     import dagster as dg
 
-    host = socket.gethostname()
+    host = host_id()
     out = []
     records = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED,
                                                               dg.DagsterRunStatus.STARTING]))
@@ -173,7 +172,7 @@ def execute(instance: dg.DagsterInstance, job: dg.JobDefinition, *, partition_ke
     config = {"loggers": {"bench_terminal": {"config": {"log_level": os.environ.get("BENCH_LOG_LEVEL", "INFO"),
                                                         "verbose": verbose()}}},
               **(run_config or {})}
-    run_tags = {"bench/launched_by": "cli", PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), **(tags or {})}
+    run_tags = {"bench/launched_by": "cli", PID_TAG: str(os.getpid()), HOST_TAG: host_id(), **(tags or {})}
     result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=config,
                                     raise_on_error=False, tags=run_tags)
     errors = _errors(result)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_assets.platform.fsutil import fsync_dir, pid_alive
+from bench_assets.platform.fsutil import OWNER_RE, fsync_dir, host_id, owner_gone, owner_tag
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,19 +78,22 @@ def loader_lock(warehouse: Path, timeout_s: float = 600.0) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def loader_temp_files(warehouse: Path) -> list[tuple[Path, int]]:
-    """The loaders' scratch files beside `warehouse` (`.<name>.<pid>.tmp` and its `.wal`), with the pid of each."""
-    pattern = re.compile(rf"\.{re.escape(warehouse.name)}\.(\d+)\.tmp(\.wal)?")
+def loader_temp_files(warehouse: Path) -> list[tuple[Path, int, str | None]]:
+    """The loaders' scratch files beside `warehouse` (`.<name>.<pid>@<host>.tmp` and its `.wal`), with the pid and
+    host of each (host None in names from before hosts were recorded)."""
+    pattern = re.compile(rf"\.{re.escape(warehouse.name)}\.{OWNER_RE}\.tmp(\.wal)?")
     try:
         names = sorted(os.listdir(warehouse.parent))
     except FileNotFoundError:
         return []
-    return [(warehouse.parent / n, int(m.group(1))) for n in names if (m := pattern.fullmatch(n))]
+    return [(warehouse.parent / n, int(m.group(1)), m.group(2)) for n in names if (m := pattern.fullmatch(n))]
 
 
 def orphaned_loader_temps(warehouse: Path) -> list[Path]:
-    """Scratch files of loaders that died mid-rebuild (killed, disk full): their pid is no live process."""
-    return [p for p, pid in loader_temp_files(warehouse) if pid != os.getpid() and not pid_alive(pid)]
+    """Scratch files of loaders that died mid-rebuild (killed, disk full): their pid is no live process of this
+    box (another box's loader is never judged from here)."""
+    return [p for p, pid, host in loader_temp_files(warehouse)
+            if not (pid == os.getpid() and host in (None, host_id())) and owner_gone(pid, host)]
 
 
 def rebuild_warehouse(home: Path, warehouse: Path, tables: Sequence[WarehouseTable]) -> dict[str, int]:
@@ -105,7 +108,7 @@ def rebuild_warehouse(home: Path, warehouse: Path, tables: Sequence[WarehouseTab
         if len(set(names)) != len(names):
             raise ValueError(f"warehouse tables declared twice: {sorted({n for n in names if names.count(n) > 1})}")
         frames = {t.name: (t, t.build(home)) for t in tables}
-        tmp = warehouse.with_name(f".{warehouse.name}.{os.getpid()}.tmp")
+        tmp = warehouse.with_name(f".{warehouse.name}.{owner_tag()}.tmp")
         wal = tmp.with_name(tmp.name + ".wal")
         tmp.unlink(missing_ok=True)
         wal.unlink(missing_ok=True)

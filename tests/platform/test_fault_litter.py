@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_assets.platform.fsutil import staging_dir, sweep_orphans
+from bench_assets.platform.fsutil import host_id, staging_dir, sweep_orphans
 from bench_assets.platform.warehouse import rebuild_warehouse
 from bench_assets.report.dbt_build import _report_build
 from tests.conftest import REPO
@@ -67,7 +67,7 @@ def test_killed_writers_scratch_is_swept_at_the_next_start_and_a_live_ones_survi
     parent = tmp_path / "staging"
     with (holding(HOLD_SCRATCH, str(parent), "ds") as (killed, orphan),
           holding(HOLD_SCRATCH, str(parent), "ds") as (_live, busy)):
-        assert orphan.name.startswith(f".tmp-ds-{killed.pid}-")
+        assert orphan.name.startswith(f".tmp-ds-{killed.pid}@{host_id()}-")
         kill9(killed)
         assert (orphan / "payload.bin").is_file()  # the kill left it behind
         other_kind = parent / f".tmp-media-{killed.pid}-abcdefgh"

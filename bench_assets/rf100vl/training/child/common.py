@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_json, fsync_dir
+from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_json, fsync_dir, owner_tag
 
 ANNOTATIONS_FILE = "_annotations.coco.json"
 # Canonical split folder -> the split key LibreYOLO's data.yaml uses.
@@ -108,14 +108,14 @@ _ORIGINAL_TORCH_SAVE: Callable[..., Any] | None = None
 def atomic_torch_save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
     """`torch.save` that never leaves a truncated file under the target name.
 
-    Paths are written to ``.<name>.<pid>.tmp`` in the same directory, flushed, fsynced and renamed over
+    Paths are written to ``.<name>.<pid>@<host>.tmp`` in the same directory, flushed, fsynced and renamed over
     the target (then the directory is fsynced). File objects and buffers are passed straight through.
     """
     assert _ORIGINAL_TORCH_SAVE is not None, "install_atomic_torch_save() first"
     if not isinstance(f, (str, os.PathLike)):
         return _ORIGINAL_TORCH_SAVE(obj, f, *args, **kwargs)
     path = Path(f)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{owner_tag()}.tmp")
     try:
         with open(tmp, "wb") as fh:
             _ORIGINAL_TORCH_SAVE(obj, fh, *args, **kwargs)
