@@ -18,7 +18,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         state = cluster_up(home, args.workers, args.lanes_per_worker,
                           ports={"postgres": args.postgres_port, "redis": args.redis_port,
                                  "webserver": args.webserver_port, "code-server": args.code_server_port},
-                          listen=args.listen, allow=args.allow, ui_host=args.ui, max_runs=args.max_runs)
+                          listen=args.listen, allow=args.allow, ui_host=args.ui, max_runs=args.max_runs,
+                          tls={"cert": args.tls_cert, "key": args.tls_key, "ca": args.tls_ca} if args.tls_cert
+                          else None)
     except AlreadyUp as exc:
         print(f"bench: {exc}")
         return 0
@@ -112,6 +114,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--allow", default="", metavar="CIDR[,...]", help="more networks PostgreSQL accepts")
     up.add_argument("--ui", default="127.0.0.1", metavar="ADDR",
                     help="the webserver's address (default loopback: the UI has no authentication)")
+    up.add_argument("--tls-cert", default=None, metavar="PEM", help="TLS for PostgreSQL and Redis: the server "
+                                                                     "certificate (with --tls-key)")
+    up.add_argument("--tls-key", default=None, metavar="PEM")
+    up.add_argument("--tls-ca", default=None, metavar="PEM", help="the CA clients check the certificate against "
+                                                                 "(default: the certificate, self-signed)")
     up.add_argument("--max-runs", type=int, default=0, help="runs at once (default: the local lanes + 1; raise it "
                                                             "for the lanes workers will join with)")
     for name in ("postgres", "redis", "webserver", "code-server"):

@@ -20,6 +20,7 @@ from bench_assets.platform.cluster.layout import (
     cluster_env,
     dagster_yaml,
     parse_listen,
+    pg_connect_kwargs,
     pg_hba_conf,
     redis_conf,
 )
@@ -137,3 +138,33 @@ def test_the_celery_executor_reads_its_urls_from_the_environment_when_a_run_star
         monkeypatch.setenv("BENCH_CELERY_BACKEND", f"redis://:{password}@10.231.0.1:6380/1")
         config = celery.config_schema.resolve_config({}).value["config"]
         assert config["broker"].startswith(f"redis://:{password}@") and config["backend"].endswith(":6380/1")
+
+
+def test_with_certificates_both_servers_take_tls_only_and_every_client_checks_the_ca(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    state.tls = {"cert": "/h/tls/cert.pem", "key": "/h/tls/key.pem", "ca": "/h/tls/ca.pem"}
+    rules = [line.split()[0] for line in pg_hba_conf(state.allow, tls=True).splitlines() if not line.startswith("#")]
+    assert rules == ["hostssl"]  # a plain-text connection finds no rule
+    conf = redis_conf(state, "pw", tmp_path)
+    assert "port 0\n" in conf and "tls-port 6380\n" in conf and 'tls-ca-cert-file "/h/tls/ca.pem"' in conf
+    env = cluster_env(state, "a", "b")
+    assert env["BENCH_CELERY_BROKER"] == ("rediss://:b@10.231.0.1:6380/0?ssl_cert_reqs=required&"
+                                          "ssl_ca_certs=/h/tls/ca.pem")
+    params = yaml.safe_load(dagster_yaml(state, 3))["storage"]["postgres"]["postgres_db"]["params"]
+    assert params == {"sslmode": "verify-ca", "sslrootcert": "/h/tls/ca.pem"}
+    assert pg_connect_kwargs(state)["sslmode"] == "verify-ca"
+    state.tls = {}
+    assert "params" not in yaml.safe_load(dagster_yaml(state, 3))["storage"]["postgres"]["postgres_db"]
+    assert "sslmode" not in pg_connect_kwargs(state)
+
+
+def test_tls_files_are_copied_to_the_shared_home_with_the_key_owner_only(tmp_path: Path) -> None:
+    from bench_assets.platform.cluster.lifecycle import install_tls
+
+    (tmp_path / "c.pem").write_text("CERT")
+    (tmp_path / "k.pem").write_text("KEY")
+    out = install_tls(tmp_path / "home", {"cert": str(tmp_path / "c.pem"), "key": str(tmp_path / "k.pem")})
+    assert Path(out["ca"]).read_text() == "CERT"  # self-signed: the certificate is its own CA
+    assert stat.S_IMODE(Path(out["key"]).stat().st_mode) == 0o600 and Path(out["key"]).read_text() == "KEY"
+    with pytest.raises(ClusterError, match="--tls-key .* is not a readable file"):
+        install_tls(tmp_path / "home", {"cert": str(tmp_path / "c.pem"), "key": str(tmp_path / "missing.pem")})

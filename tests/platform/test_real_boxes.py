@@ -2,12 +2,14 @@
 namespaces (tests/platform/netns.py) with their own addresses, made and torn down here.
 
 The head runs `bench cluster up --listen 10.231.N.1/30 --workers 0` (the servers alone); the far box runs `bench
-cluster join --head 10.231.N.1` and the mini campaign's steps run there. The campaign starts from a private copy of
-the one-box campaign test_cluster.py compares with (tests/shared_training.py): its checkpoints are reused, its
-predictions and scores are removed, so the far box predicts and scores, and the scores must equal the one box's.
-Nothing listens on an address that was not asked for; the stranger, and anyone without the password, gets nothing
-from PostgreSQL or Redis; the credentials are in no file of the home but secrets.env and nowhere in the event log;
-`bench cluster rotate-secrets` locks the old ones out and the joined box comes back with the new ones.
+cluster join --head 10.231.N.1` and the mini campaign's steps run there. PostgreSQL and Redis take TLS only (a
+self-signed certificate made here, `up --tls-cert/--tls-key`): every client checks it, and plain text gets nothing.
+The campaign starts from a private copy of the one-box campaign test_cluster.py compares with
+(tests/shared_training.py): its checkpoints are reused, its predictions and scores are removed, so the far box
+predicts and scores, and the scores must equal the one box's. Nothing listens on an address that was not asked for;
+the stranger, and anyone without the password, gets nothing from PostgreSQL or Redis; the credentials are in no file
+of the home but secrets.env and nowhere in the event log; `bench cluster rotate-secrets` locks the old ones out and
+the joined box comes back with the new ones.
 
 Needs root (namespaces) and the servers `make test` installs; skipped with the reason where namespaces cannot be
 made."""
@@ -70,9 +72,10 @@ def _py(b: Boxes, role: str, code: str, **env: str) -> str:
 
 PG_PROBE = """
 import os, psycopg2
+tls = {"sslmode": "verify-ca", "sslrootcert": os.environ["CA"]} if os.environ.get("CA") else {"sslmode": "disable"}
 try:
     psycopg2.connect(host=os.environ["H"], port=int(os.environ["P"]), user="bench", password=os.environ["PW"],
-                     dbname="dagster", connect_timeout=5).close()
+                     dbname="dagster", connect_timeout=5, **tls).close()
     print("CONNECTED")
 except Exception as exc:
     print("REFUSED", str(exc).strip().splitlines()[0])
@@ -82,7 +85,8 @@ import os
 from bench_assets.platform.cluster.servers import redis_command
 try:
     print(" ".join(r[:40].decode() for r in redis_command(os.environ["H"], int(os.environ["P"]),
-                                                          os.environ.get("PW") or None, "KEYS", "*")))
+                                                          os.environ.get("PW") or None, "KEYS", "*",
+                                                          ca=os.environ.get("CA") or None)).strip() or "NOTHING")
 except OSError as exc:
     print("UNREACHABLE", type(exc).__name__)
 """
@@ -106,12 +110,15 @@ def _secrets(b: Boxes) -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
 
 
-def _pg(b: Boxes, role: str, host: str, password: str) -> str:
-    return _py(b, role, PG_PROBE, H=host, P=str(_state(b)["postgres_port"]), PW=password)
+def _pg(b: Boxes, role: str, host: str, password: str, tls: bool = True) -> str:
+    """A PostgreSQL login from `role`: over TLS checked against the cluster's CA, or in plain text."""
+    return _py(b, role, PG_PROBE, H=host, P=str(_state(b)["postgres_port"]), PW=password,
+               CA=_state(b)["tls"]["ca"] if tls else "")
 
 
-def _redis(b: Boxes, role: str, host: str, password: str = "") -> str:
-    return _py(b, role, REDIS_PROBE, H=host, P=str(_state(b)["redis_port"]), PW=password)
+def _redis(b: Boxes, role: str, host: str, password: str = "", tls: bool = True) -> str:
+    return _py(b, role, REDIS_PROBE, H=host, P=str(_state(b)["redis_port"]), PW=password,
+               CA=_state(b)["tls"]["ca"] if tls else "")
 
 
 def _wait_for_heartbeat(b: Boxes, after: float, timeout_s: float = 120) -> None:
@@ -140,7 +147,12 @@ def boxes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Boxes]:
     join_log = base / "join.log"
     b = Boxes(hosts, home, copy / "recipe.json", reference / "home", None, join_log)  # type: ignore[arg-type]
     try:
-        up = _bench(b, "head", "cluster", "up", "--listen", hosts.head_network, "--workers", "0")
+        cert, key = base / "head-cert.pem", base / "head-key.pem"  # self-signed: its own CA
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                        str(cert), "-days", "2", "-subj", "/CN=bench-head", "-addext",
+                        f"subjectAltName=IP:{hosts.address('head')}"], check=True, capture_output=True)
+        up = _bench(b, "head", "cluster", "up", "--listen", hosts.head_network, "--workers", "0",
+                    "--tls-cert", str(cert), "--tls-key", str(key))
         assert up.returncode == 0, up.stdout + up.stderr
         url = f"http://127.0.0.1:{_state(b)['webserver_port']}"
         _py(b, "head", "from tests.platform.test_cluster import AUTOMATIONS_OFF, _stop_sensor\n"
@@ -207,6 +219,8 @@ def test_a_stranger_or_a_client_without_the_password_gets_nothing(boxes: Boxes) 
     assert _pg(boxes, "far", head, s["BENCH_PG_PASSWORD"]) == "CONNECTED"  # the joined box, with the password
     refused = _pg(boxes, "far", head, "not-the-password")
     assert refused.startswith("REFUSED") and "password authentication failed" in refused, refused
+    plain = _pg(boxes, "far", head, s["BENCH_PG_PASSWORD"], tls=False)  # the password in clear text: no rule for it
+    assert plain.startswith("REFUSED") and "no encryption" in plain, plain
     # the stranger reaches the listen address, from a network not allowed: refused even with the password
     stranger = _pg(boxes, "stranger", head, s["BENCH_PG_PASSWORD"])
     assert stranger.startswith("REFUSED") and "no pg_hba.conf entry" in stranger, stranger
@@ -214,6 +228,8 @@ def test_a_stranger_or_a_client_without_the_password_gets_nothing(boxes: Boxes) 
         assert _redis(boxes, role, head).startswith("-NOAUTH"), role  # KEYS without a password
         assert _redis(boxes, role, head, "not-the-password").startswith("-WRONGPASS"), role
     assert _redis(boxes, "far", head, s["BENCH_REDIS_PASSWORD"]).startswith("+OK *")  # AUTH ok, then a list
+    plain = _redis(boxes, "far", head, s["BENCH_REDIS_PASSWORD"], tls=False)  # TLS port, plain text: no answer
+    assert plain in ("NOTHING", "UNREACHABLE ConnectionResetError"), plain
     # the head's other address was not asked for: nothing answers there on any of the cluster's ports
     ports = ",".join(str(state[k]) for k in ("postgres_port", "redis_port", "webserver_port", "code_server_port"))
     probe = _py(boxes, "stranger", TCP_PROBE, H=boxes.hosts.address("head_stranger_side"), PORTS=ports)
@@ -233,7 +249,7 @@ def test_the_credentials_are_in_no_file_of_the_home_and_not_in_the_event_log(box
     leaked = _py(boxes, "head", """
 import os, psycopg2
 con = psycopg2.connect(host=os.environ["H"], port=int(os.environ["P"]), user="bench", password=os.environ["PW"],
-                       dbname="dagster")
+                       dbname="dagster", sslmode="verify-ca", sslrootcert=os.environ["CA"])
 cur = con.cursor()
 total = 0
 for table, column in (("event_logs", "event"), ("runs", "run_body"), ("snapshots", "snapshot_body"),
@@ -244,7 +260,7 @@ for table, column in (("event_logs", "event"), ("runs", "run_body"), ("snapshots
 cur.execute("SELECT count(*) FROM event_logs")
 print(total, cur.fetchone()[0])
 """, H=boxes.hosts.address("head"), P=str(_state(boxes)["postgres_port"]), PW=_secrets(boxes)["BENCH_PG_PASSWORD"],
-                 RPW=_secrets(boxes)["BENCH_REDIS_PASSWORD"])
+                 RPW=_secrets(boxes)["BENCH_REDIS_PASSWORD"], CA=_state(boxes)["tls"]["ca"])
     hits, events = map(int, leaked.split())
     assert events > 100 and hits == 0, leaked  # the campaign's events are there, with no password in any
 

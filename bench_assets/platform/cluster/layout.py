@@ -117,6 +117,7 @@ class ClusterState:
     listen: list[str] = field(default_factory=lambda: [LOOPBACK])  # where PostgreSQL and Redis listen
     allow: list[str] = field(default_factory=lambda: [f"{LOOPBACK}/32"])  # networks PostgreSQL accepts
     ui_host: str = LOOPBACK  # the webserver's address (the UI has no authentication of its own)
+    tls: dict[str, str] = field(default_factory=dict)  # cert, key, ca under cluster/tls/ when `up --tls-cert` was given
     host: str = ""  # the head box's name (`host_id()`): its pids are judged there only
 
     @property
@@ -233,21 +234,25 @@ def is_loopback(address: str) -> bool:
     return ipaddress.ip_address(address).is_loopback
 
 
-def pg_hba_conf(allow: list[str]) -> str:
+def pg_hba_conf(allow: list[str], tls: bool = False) -> str:
     """PostgreSQL's client rules: the `bench` role with its password (scram-sha-256) from exactly the allowed
-    networks, over TCP; nothing else (no trust, no other role, no other network: those find no rule and are
-    refused)."""
+    networks, over TCP (over TLS only, `hostssl`, when the cluster has certificates); nothing else (no trust, no
+    other role, no other network, no plain connection under TLS: those find no rule and are refused)."""
+    kind = "hostssl" if tls else "host"
     lines = ["# Written by `bench cluster up` (docs/scale-out.md): the bench role, by password, from these networks.",
              "# TYPE  DATABASE  USER   ADDRESS  METHOD"]
-    lines += [f"host    all       {DB_USER}  {net}  scram-sha-256" for net in allow]
+    lines += [f"{kind:7s} all       {DB_USER}  {net}  scram-sha-256" for net in allow]
     return "\n".join(lines) + "\n"
 
 
 def redis_conf(state: ClusterState, password: str, data_dir: Path) -> str:
     """Redis's configuration, handed to it on its standard input (`redis-server -`): the password never appears on
     a command line or in a file other than secrets.env."""
+    listen = ([f"port {state.redis_port}"] if not state.tls else
+              ["port 0", f"tls-port {state.redis_port}", f'tls-cert-file "{state.tls["cert"]}"',
+               f'tls-key-file "{state.tls["key"]}"', f'tls-ca-cert-file "{state.tls["ca"]}"', "tls-auth-clients no"])
     return "\n".join([
-        f"port {state.redis_port}",
+        *listen,
         f"bind {' '.join(state.listen)}",
         "protected-mode yes",
         f"requirepass {password}",
@@ -263,9 +268,23 @@ def cluster_env(state: ClusterState, pg_password: str, redis_password: str, head
     them; they are never written to a file but secrets.env): the head's address as this box reaches it, the ports
     and the credentials."""
     host = head or state.head
-    redis = f"redis://:{redis_password}@{url_host(host)}:{state.redis_port}"
+    scheme, query = "redis", ""
+    if state.tls:  # the broker's certificate checked against the cluster's CA
+        scheme, query = "rediss", f"?ssl_cert_reqs=required&ssl_ca_certs={state.tls['ca']}"
+    redis = f"{scheme}://:{redis_password}@{url_host(host)}:{state.redis_port}"
     return {"BENCH_PG_HOST": host, "BENCH_PG_PORT": str(state.postgres_port), "BENCH_PG_PASSWORD": pg_password,
-            "BENCH_CELERY_BROKER": f"{redis}/0", "BENCH_CELERY_BACKEND": f"{redis}/1", "BENCH_CLUSTER_HEAD": host}
+            "BENCH_CELERY_BROKER": f"{redis}/0{query}", "BENCH_CELERY_BACKEND": f"{redis}/1{query}",
+            "BENCH_CLUSTER_HEAD": host}
+
+
+def pg_connect_kwargs(state: ClusterState, host: str | None = None) -> dict[str, object]:
+    """psycopg2.connect's arguments for the cluster's database (the password added by the caller): over TLS with
+    the server's certificate checked against the cluster's CA when the cluster has certificates."""
+    kw: dict[str, object] = {"host": host or state.head, "port": state.postgres_port, "user": DB_USER,
+                             "dbname": DB_NAME, "connect_timeout": 10}
+    if state.tls:
+        kw.update(sslmode="verify-ca", sslrootcert=state.tls["ca"])
+    return kw
 
 
 def cluster_workspace_yaml(port: int) -> str:
@@ -289,6 +308,8 @@ def dagster_yaml(state: ClusterState, max_concurrent_runs: int) -> str:
     coordinator = template_run_coordinator()
     coordinator.setdefault("config", {})["dequeue_interval_seconds"] = 2
     block = yaml.safe_dump({"run_coordinator": coordinator}, sort_keys=False).rstrip("\n")
+    tls_params = ("" if not state.tls else
+                  f"      params:\n        sslmode: verify-ca\n        sslrootcert: \"{state.tls['ca']}\"\n")
     return f"""# Written by `bench cluster up`: the cluster's Dagster instance (docs/scale-out.md).
 # The database's address and password come from the environment (BENCH_PG_*, from cluster/secrets.env).
 storage:
@@ -303,7 +324,7 @@ storage:
         env: BENCH_PG_PORT
       db_name: {DB_NAME}
       scheme: postgresql+psycopg2
-{block}
+{tls_params}{block}
 concurrency:
   runs:
     max_concurrent_runs: {max_concurrent_runs}

@@ -23,6 +23,7 @@ from bench_assets.platform.cluster.layout import (
     ensure_marker,
     heartbeat_age,
     load_state,
+    pg_connect_kwargs,
     save_state,
     state_path,
     worker_dir,
@@ -47,11 +48,12 @@ def _server_env(state: ClusterState) -> dict[str, str]:
 
 def cluster_up(home: Path, workers: int, lanes_per_worker: int, *, ports: dict[str, int] | None = None,
                listen: str = LOOPBACK, allow: str = "", ui_host: str = LOOPBACK, max_runs: int = 0,
-               say: Any = print) -> ClusterState:
+               tls: dict[str, str] | None = None, say: Any = print) -> ClusterState:
     """Start PostgreSQL and Redis on the `listen` addresses (PostgreSQL accepting the `bench` role by password from
     the listen networks and `allow`), the code server (loopback), the daemon, the webserver (on `ui_host`) and
     `workers` local workers (0: the servers alone, workers join from their boxes); record them in state.json and
-    the credentials in secrets.env."""
+    the credentials in secrets.env. With `tls` (cert, key and optionally ca files) PostgreSQL and Redis take TLS
+    connections only, checked by every client against the CA (the certificate itself when it is self-signed)."""
     from bench_assets.platform.cluster.layout import (
         cluster_workspace_yaml,
         dagster_yaml,
@@ -86,6 +88,8 @@ def cluster_up(home: Path, workers: int, lanes_per_worker: int, *, ports: dict[s
     state.workers = [Worker(name=f"box{i + 1}", lanes=lanes_per_worker, queues=worker_queues(f"box{i + 1}"),
                             host=host_id()) for i in range(workers)]
     ensure_secrets(home)
+    if tls:
+        state.tls = install_tls(home, tls)
     if not is_loopback(ui):
         say(f"cluster: WARNING: the Dagster UI listens on {ui}:{state.webserver_port} and has no authentication of "
             "its own: anyone who reaches that address can launch and delete runs. Keep it on 127.0.0.1 and reach it "
@@ -226,7 +230,8 @@ def join_checks(home: Path, head: str | None) -> tuple[ClusterState, str]:
     s = read_secrets(home)
     host = head or state.head
     try:
-        reply = servers.redis_command(host, state.redis_port, s.redis_password, "PING", timeout=5)
+        reply = servers.redis_command(host, state.redis_port, s.redis_password, "PING", timeout=5,
+                                      ca=state.tls.get("ca"))
     except OSError as exc:
         raise ClusterError(f"the broker (Redis) at {host}:{state.redis_port} cannot be reached from this box "
                            f"({exc.strerror or exc}): is --head the head box's address on a network `bench cluster "
@@ -238,8 +243,7 @@ def join_checks(home: Path, head: str | None) -> tuple[ClusterState, str]:
     try:
         import psycopg2
 
-        psycopg2.connect(host=host, port=state.postgres_port, user="bench", password=s.pg_password,
-                         dbname="dagster", connect_timeout=5).close()
+        psycopg2.connect(**pg_connect_kwargs(state, host), password=s.pg_password).close()
     except Exception as exc:  # noqa: BLE001 - psycopg2's OperationalError says which (never the password)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ClusterError(f"the database (PostgreSQL) at {host}:{state.postgres_port} refused this box: {first}; "
@@ -394,7 +398,7 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     secrets.env; the head's code server, daemon, webserver and local workers restarted with them; joined workers
     see the new generation, finish and are restarted by their `join`. Refused while steps run (a running step
     opens new database connections with the old password) unless `force`. Returns the new generation."""
-    from bench_assets.platform.cluster.layout import DB_NAME, DB_USER, cluster_workspace_yaml, workspace_path
+    from bench_assets.platform.cluster.layout import DB_USER, cluster_workspace_yaml, workspace_path
     from bench_assets.platform.cluster.secrets import new_secrets, write_secrets
 
     state = load_state(home)
@@ -413,8 +417,7 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     from psycopg2.extensions import encrypt_password
 
     def set_pg(password: str, login: str) -> None:
-        con = psycopg2.connect(host=state.head, port=state.postgres_port, user=DB_USER, password=login,
-                               dbname=DB_NAME, connect_timeout=10)
+        con = psycopg2.connect(**pg_connect_kwargs(state), password=login)
         try:
             con.autocommit = True
             verifier = encrypt_password(password, DB_USER, con, "scram-sha-256")
@@ -426,7 +429,7 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     set_pg(new.pg_password, old.pg_password)
     try:
         reply = servers.redis_command(state.head, state.redis_port, old.redis_password, "CONFIG", "SET",
-                                      "requirepass", new.redis_password)
+                                      "requirepass", new.redis_password, ca=state.tls.get("ca"))
         if not reply or not reply[-1].startswith(b"+OK"):
             raise ClusterError(f"Redis refused the new password: {reply[-1][:80]!r}" if reply else "Redis: no answer")
     except (OSError, ClusterError):
@@ -453,3 +456,23 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     if joined:
         say(f"cluster: joined workers {', '.join(joined)} restart themselves with the new credentials")
     return new.generation
+
+
+def install_tls(home: Path, given: dict[str, str]) -> dict[str, str]:
+    """Copy the certificate, key and CA the user gave into `cluster/tls/` on the shared home (the key owner-only),
+    so every box reads the same files; the CA defaults to the certificate (a self-signed one is its own CA)."""
+    folder = home / "cluster" / "tls"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name in ("cert", "key", "ca"):
+        src = given.get(name) or (given.get("cert") if name == "ca" else None)
+        if not src or not Path(src).is_file():
+            raise ClusterError(f"--tls-{name} {src!r} is not a readable file: give the PEM files of the server's "
+                               "certificate and key (and the CA that signed it, unless it is self-signed)")
+        dst = folder / f"{name}.pem"
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if name == "key" else 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(Path(src).read_bytes())
+        out[name] = str(dst)
+    os.chmod(out["key"], 0o600)
+    return out

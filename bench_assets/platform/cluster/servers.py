@@ -200,18 +200,27 @@ def start_postgres(home: Path, state: ClusterState, password: str) -> Proc:
         finally:
             pwfile.unlink(missing_ok=True)
     hba = data / "pg_hba.conf"
-    hba.write_text(pg_hba_conf(state.allow))
-    if pw is not None:
-        os.chown(hba, pw.pw_uid, pw.pw_gid)
-    hba.chmod(0o600)
+    hba.write_text(pg_hba_conf(state.allow, tls=bool(state.tls)))
+    owned = [hba]
     options = (f"-p {state.postgres_port} -k {sock} -c listen_addresses={','.join(state.listen)} "
                "-c password_encryption=scram-sha-256")
+    if state.tls:  # the server's own copies: PostgreSQL refuses a key others can read, and reads it as `postgres`
+        for name in ("cert", "key"):
+            copy = data / f"server.{name}"
+            copy.write_bytes(Path(state.tls[name]).read_bytes())
+            owned.append(copy)
+        options += f" -c ssl=on -c ssl_cert_file={data / 'server.cert'} -c ssl_key_file={data / 'server.key'}"
+    for f in owned:
+        if pw is not None:
+            os.chown(f, pw.pw_uid, pw.pw_gid)
+        f.chmod(0o600)
     _run([*prefix, find_binary("pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60",
           "start"], "pg_ctl start")
     pid = int((data / "postmaster.pid").read_text().split()[0])
     if first:
+        tls = {"PGSSLMODE": "verify-ca", "PGSSLROOTCERT": state.tls["ca"]} if state.tls else {}
         _run([find_binary("createdb"), "-h", state.head, "-p", str(state.postgres_port), "-U", DB_USER, DB_NAME],
-             "createdb", env={**os.environ, "PGPASSWORD": password})
+             "createdb", env={**os.environ, "PGPASSWORD": password, **tls})
     return Proc(pid=pid, argv=["pg_ctl", "start", "-D", str(data), "-o", options], log=str(log))
 
 
@@ -242,17 +251,27 @@ def start_redis(home: Path, state: ClusterState, password: str) -> Proc:
     data.mkdir(parents=True, exist_ok=True)
     argv = [find_binary("redis-server"), "-"]
     proc = spawn(home, "redis", argv, dict(os.environ), data, stdin_text=redis_conf(state, password, data))
-    wait_for(lambda: redis_ping(state.redis_port, password, state.head), "redis-server", proc, 30)
+    wait_for(lambda: redis_ping(state.redis_port, password, state.head, state.tls.get("ca")), "redis-server", proc,
+             30)
     return proc
 
 
-def redis_command(host: str, port: int, password: str | None, *args: str, timeout: float = 2.0) -> list[bytes]:
-    """Send AUTH (when a password is given) and one command in Redis's protocol; the raw reply lines."""
+def redis_command(host: str, port: int, password: str | None, *args: str, timeout: float = 2.0,
+                  ca: str | None = None) -> list[bytes]:
+    """Send AUTH (when a password is given) and one command in Redis's protocol; the raw reply lines. With `ca`,
+    over TLS, the server's certificate checked against that CA (not its name: boxes reach it by address)."""
     def encode(parts: tuple[str, ...]) -> bytes:
         return f"*{len(parts)}\r\n".encode() + b"".join(f"${len(p.encode())}\r\n{p}\r\n".encode() for p in parts)
 
     payload = (encode(("AUTH", password)) if password else b"") + encode(args)
-    with socket.create_connection((host, port), timeout=timeout) as s:
+    raw = socket.create_connection((host, port), timeout=timeout)
+    if ca:
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.check_hostname = False
+        raw = ctx.wrap_socket(raw, server_hostname=host)
+    with raw as s:
         s.sendall(payload)
         want = 2 if password else 1
         buf = b""
@@ -264,9 +283,9 @@ def redis_command(host: str, port: int, password: str | None, *args: str, timeou
     return buf.split(b"\r\n")[:want]
 
 
-def redis_ping(port: int, password: str | None = None, host: str = LOOPBACK) -> bool:
+def redis_ping(port: int, password: str | None = None, host: str = LOOPBACK, ca: str | None = None) -> bool:
     try:
-        return redis_command(host, port, password, "PING", timeout=1)[-1].startswith(b"+PONG")
+        return redis_command(host, port, password, "PING", timeout=1, ca=ca)[-1].startswith(b"+PONG")
     except OSError:
         return False
 
@@ -284,7 +303,8 @@ def require_servers(state: ClusterState) -> None:
     from bench_assets.platform.cluster.secrets import read_secrets
 
     require_postgres(state)
-    if not redis_ping(state.redis_port, read_secrets(Path(state.home)).redis_password, state.head):
+    if not redis_ping(state.redis_port, read_secrets(Path(state.home)).redis_password, state.head,
+                      state.tls.get("ca")):
         raise ClusterError(f"the cluster's Redis ({state.head}:{state.redis_port}) is not answering: restart the "
                            "cluster with `bench cluster down && bench cluster up`; nothing was submitted")
     if not webserver_up(state.webserver_port, state.ui_host):
