@@ -168,3 +168,18 @@ def test_tls_files_are_copied_to_the_shared_home_with_the_key_owner_only(tmp_pat
     assert stat.S_IMODE(Path(out["key"]).stat().st_mode) == 0o600 and Path(out["key"]).read_text() == "KEY"
     with pytest.raises(ClusterError, match="--tls-key .* is not a readable file"):
         install_tls(tmp_path / "home", {"cert": str(tmp_path / "c.pem"), "key": str(tmp_path / "missing.pem")})
+
+
+def test_a_database_made_before_passwords_is_set_aside_not_locked(tmp_path: Path) -> None:
+    from bench_assets.platform.cluster.lifecycle import _set_aside_passwordless_database
+
+    data = tmp_path / "cluster" / "postgres" / "data"
+    data.mkdir(parents=True)
+    (data / "PG_VERSION").write_text("15\n")
+    said: list[str] = []
+    _set_aside_passwordless_database(tmp_path, said.append)
+    aside = list(data.parent.glob("data.before-passwords-*"))
+    assert not data.exists() and len(aside) == 1 and (aside[0] / "PG_VERSION").exists()
+    assert "moved to" in said[0] and "artifacts under BENCH_HOME are unchanged" in said[0]
+    _set_aside_passwordless_database(tmp_path, said.append)  # nothing there now: nothing moved, nothing said
+    assert len(said) == 1

@@ -284,3 +284,32 @@ def test_rotated_credentials_lock_the_old_ones_out_and_the_joined_box_comes_back
     status = json.loads(_bench(boxes, "head", "cluster", "status", "--json").stdout)
     assert next(w for w in status["workers"] if w["name"] == "far")["alive"]
     assert all(s["alive"] for s in status["servers"]), status["servers"]
+
+
+def test_join_says_which_check_failed(boxes: Boxes, tmp_path: Path) -> None:
+    """From a network not allowed, at an address where nothing listens, with stale credentials, or without the
+    shared home: `join` refuses before it registers or starts anything, naming what failed."""
+    head = boxes.hosts.address("head")
+    stranger = _bench(boxes, "stranger", "cluster", "join", "--head", head, "--name", "s", "--lanes", "1")
+    assert stranger.returncode == 1 and "database (PostgreSQL)" in stranger.stderr, stranger.stderr
+    assert "no pg_hba.conf entry" in stranger.stderr and "--allow" in stranger.stderr, stranger.stderr
+    nowhere = _bench(boxes, "stranger", "cluster", "join", "--head", boxes.hosts.address("head_stranger_side"),
+                     "--name", "s", "--lanes", "1")
+    assert nowhere.returncode == 1 and "cannot be reached from this box" in nowhere.stderr, nowhere.stderr
+    # a home with the cluster's state and marker but old credentials (a copy made before a rotation)
+    stale = tmp_path / "stale-home"
+    shutil.copytree(boxes.home / "cluster", stale / "cluster", ignore=shutil.ignore_patterns("postgres", "logs"))
+    shutil.copy(boxes.home / ".bench-home", stale / ".bench-home")
+    from bench_assets.platform.cluster.secrets import new_secrets, write_secrets
+
+    write_secrets(stale, new_secrets())
+    wrong = subprocess.run(boxes.hosts.cmd("far", [sys.executable, "-m", "bench_assets.cli", "cluster", "join",
+                                                   "--head", head, "--name", "s", "--lanes", "1"]),
+                           cwd=REPO, env=_env(stale), capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 1 and "refused this box's password" in wrong.stderr, wrong.stderr
+    (stale / ".bench-home").write_text("another-home\n")
+    elsewhere = subprocess.run(boxes.hosts.cmd("far", [sys.executable, "-m", "bench_assets.cli", "cluster", "join",
+                                                       "--head", head, "--name", "s", "--lanes", "1"]),
+                               cwd=REPO, env=_env(stale), capture_output=True, text=True, timeout=120)
+    assert elsewhere.returncode == 1 and "marker" in elsewhere.stderr, elsewhere.stderr
+    assert [w["name"] for w in _state(boxes)["workers"]] == ["far"]  # none of them registered

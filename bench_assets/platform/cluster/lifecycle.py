@@ -87,6 +87,10 @@ def cluster_up(home: Path, workers: int, lanes_per_worker: int, *, ports: dict[s
                          listen=addresses, allow=networks, ui_host=ui, host=host_id())
     state.workers = [Worker(name=f"box{i + 1}", lanes=lanes_per_worker, queues=worker_queues(f"box{i + 1}"),
                             host=host_id()) for i in range(workers)]
+    from bench_assets.platform.cluster.secrets import secrets_path
+
+    if not secrets_path(home).exists():
+        _set_aside_passwordless_database(home, say)
     ensure_secrets(home)
     if tls:
         state.tls = install_tls(home, tls)
@@ -476,3 +480,16 @@ def install_tls(home: Path, given: dict[str, str]) -> dict[str, str]:
         out[name] = str(dst)
     os.chmod(out["key"], 0o600)
     return out
+
+
+def _set_aside_passwordless_database(home: Path, say: Any) -> None:
+    """A home whose cluster ran before credentials existed has a PostgreSQL data folder whose `bench` role has no
+    password: the new rules would lock everyone out of it. It is moved aside (its runs' history stays readable by
+    starting a PostgreSQL on it by hand; the files under BENCH_HOME are the truth either way) and a new one made."""
+    data = home / "cluster" / "postgres" / "data"
+    if not (data / "PG_VERSION").exists():
+        return
+    aside = data.with_name(f"data.before-passwords-{time.strftime('%Y%m%d-%H%M%S')}")
+    data.rename(aside)
+    say(f"cluster: {data} was made before the cluster had passwords; moved to {aside.name} and a new database is "
+        "created (the run history shown in the UI starts again; artifacts under BENCH_HOME are unchanged)")
