@@ -77,6 +77,19 @@ def run_bench(*args: str, home: Path, timeout: float = 300, env: dict[str, str] 
     return subprocess.run([*BENCH, *args], cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
+def mount_namespace_prefix() -> list[str] | None:
+    """A command prefix that runs its argument in a private mount namespace with mount rights (a test mounts a small
+    tmpfs there, nothing on the host), or None where unshare is missing or refused."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    for prefix in ([unshare, "-rm"], [unshare, "-m"]):
+        probe = subprocess.run([*prefix, "true"], capture_output=True)
+        if probe.returncode == 0:
+            return prefix
+    return None
+
+
 def bench_in_process(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`bench ARGS` through its `main()` in this process, with the environment `run_bench` gives and put back
     after: the same verbs, runs, exit codes and messages, without a fresh interpreter loading Dagster and the code

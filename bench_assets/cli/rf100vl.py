@@ -225,6 +225,32 @@ def cmd_check_models(args: argparse.Namespace) -> int:
     return 0 if all(r["ok"] for r in results) else 1
 
 
+def cmd_profile_memory(args: argparse.Namespace) -> int:
+    """`bench models profile-memory MODEL [--recipe R]`: one profile epoch at the recipe's image size and batch on
+    this box's device; the peak is stored for `bench plan` and the campaign's lane check
+    (campaign/memory_profile.py)."""
+    import tempfile
+
+    from bench_assets.rf100vl.campaign.memory_plan import save_profile
+    from bench_assets.rf100vl.campaign.memory_profile import ProfileFailed, profile_memory
+    from bench_assets.rf100vl.training.models import model_recipe
+    from bench_assets.rf100vl.training.recipes import RecipeError
+
+    home = bench_home_path()
+    try:
+        _, recipe = model_recipe(home, args.model, args.recipe or "")
+        with tempfile.TemporaryDirectory(prefix="bench-profile-memory-") as work:
+            print(f"profiling {args.model} ({recipe.path}): one epoch ...", file=sys.stderr, flush=True)
+            prof = profile_memory(args.model, recipe, Path(work))
+    except (RecipeError, ValueError, KeyError, ProfileFailed) as exc:
+        return fail(str(exc), 2 if not isinstance(exc, ProfileFailed) else 1)
+    path = save_profile(home, prof)
+    what = "VRAM reserved" if prof.kind == "gpu" else "resident memory"
+    print(f"{prof.model} at {prof.imgsz} px, batch {prof.batch}: peak {what} {prof.peak_mb / 1024:.2f} GB on "
+          f"{prof.device_name} -> {path}")
+    return 0
+
+
 def cmd_families(args: argparse.Namespace) -> int:
     """`bench models families [--json] [--live]`: LibreYOLO's detection families and this project's recipes."""
     from bench_assets.rf100vl.training.families import stale_note
@@ -320,6 +346,9 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
             require_servers(cluster)
     except ClusterError as exc:
         return fail(str(exc), 1)
+    refusals = _campaign_preflight(home, model, recipe, suite, datasets, None if cluster else lanes_from_env())
+    if refusals:
+        return fail("refused before the first run:\n  " + "\n  ".join(refusals), 2)
     instance = open_instance(home)
     try:
         names = _register_for_campaign(instance, home, model, recipe, suite, datasets)
@@ -351,6 +380,26 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
     if failed:
         print(f"bench: {len(failed)} partition(s) failed: {', '.join(r.run.label for r in failed)}", file=sys.stderr)
     return 1 if failed or code else 0
+
+
+def _campaign_preflight(home: Path, model: str, recipe: str, suite: str | None, datasets: str | None,
+                        lanes: list[Any] | None) -> list[str]:
+    """The disk projection and the lane memory check (campaign/budget.py) of what is left to run; a recipe or name
+    problem is left to the registration, which names it."""
+    from bench_assets.rf100vl.campaign.budget import preflight_refusals
+    from bench_assets.rf100vl.training.recipes import RecipeError
+
+    try:
+        setup = campaign_setup(home, model, recipe, suite, datasets)
+    except (RecipeError, ValueError, KeyError):
+        return []
+    if setup is None:
+        return []
+    waves, size, loaded, params = setup
+    return preflight_refusals(home, model, [d for _, ds in waves for d in ds], imgsz=size.imgsz,
+                              disk_cache=loaded.recipe.protocol.cache == "disk",
+                              lane_devices=None if lanes is None else [lane.cuda_visible_devices or "cpu"
+                                                                       for lane in lanes], pretrained_params=params)
 
 
 def _campaign(args: argparse.Namespace, job: Any) -> int:
@@ -392,27 +441,54 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    """Predicted makespan and finish time of a model's campaign on N GPUs (or CPU lanes), longest first, for
-    1-4 jobs per GPU, with a suggestion."""
-    from bench_assets.rf100vl.campaign.plan import plan_campaign
-    from bench_assets.rf100vl.datasets.catalog import suite_members
-    from bench_assets.rf100vl.scoring.eval_store import current_score
-    from bench_assets.rf100vl.training.models import model_recipe
+    """The four questions before the first GPU-hour (campaign/budget.py): makespan per wave (longest first, 1-4 jobs
+    per GPU with a suggestion among those that fit the measured memory), disk, memory per lane and cost."""
+    from bench_assets.rf100vl.campaign.budget import campaign_budget
 
     home = bench_home_path()
     try:
-        names = suite_members(args.suite) if args.suite else [d for d in (args.datasets or "").split(",") if d]
-        _, recipe = model_recipe(home, args.model, args.recipe or "")
+        setup = campaign_setup(home, args.model, args.recipe, args.suite, args.datasets, args.pilot,
+                               include_done=args.all)
     except (ValueError, KeyError) as exc:
         return fail(str(exc), 2)
-    if not names:
+    if setup is None:
         return fail("pass --suite S or --datasets A,B", 2)
-    todo = names if args.all else [n for n in names if current_score(home, args.model, n) is None]
-    plan = plan_campaign(home, args.model, todo, epochs=recipe.recipe.protocol.epochs, gpus=args.gpus,
-                         jobs_per_gpu=args.jobs_per_gpu, cpu_lanes=args.cpu_lanes, sharing_cost=args.sharing_cost)
-    plan["datasets_total"], plan["datasets_done"] = len(names), len(names) - len(todo)
+    waves, size, recipe, params = setup
+    plan = campaign_budget(home, args.model, waves, epochs=recipe.recipe.protocol.epochs, imgsz=size.imgsz,
+                           disk_cache=recipe.recipe.protocol.cache == "disk", gpus=args.gpus,
+                           jobs_per_gpu=args.jobs_per_gpu, cpu_lanes=args.cpu_lanes, sharing_cost=args.sharing_cost,
+                           gpu_hour_price=args.gpu_hour_price, pretrained_params=params)
     print(json.dumps(plan, indent=1) if args.json else plan["text"])
     return 0
+
+
+def campaign_setup(home: Path, model: str, recipe_arg: str, suite: str | None, datasets: str | None,
+                   pilot: str | None = None, include_done: bool = False) -> tuple[list[tuple[str, list[str]]], Any,
+                                                                                   Any, int | None] | None:
+    """(waves of the datasets still to score, the recipe's size entry, the loaded recipe, the pretrained weights'
+    parameter count or None); None when neither a suite nor datasets were named. The pilot (a suite name or
+    a comma list) is wave 1, the rest wave 2."""
+    from bench_assets.rf100vl.datasets.catalog import BUILTIN_SUITES, suite_members
+    from bench_assets.rf100vl.scoring.eval_store import current_score
+    from bench_assets.rf100vl.training.models import model_recipe
+    from bench_assets.rf100vl.training.pretrained import read_lock
+    from bench_assets.rf100vl.training.runplan import parse_model
+
+    names = suite_members(suite) if suite else [d for d in (datasets or "").split(",") if d]
+    if not names:
+        return None
+    _, recipe = model_recipe(home, model, recipe_arg or "")
+    size = recipe.recipe.size(parse_model(model).size, recipe.path)
+    todo = names if include_done else [n for n in names if current_score(home, model, n) is None]
+    waves = [("all", todo)]
+    if pilot:
+        first = set(suite_members(pilot) if pilot in BUILTIN_SUITES else [d for d in pilot.split(",") if d])
+        outside = sorted(first - set(names))
+        if outside:
+            raise ValueError(f"--pilot names datasets outside the campaign: {', '.join(outside)}")
+        waves = [("pilot", [n for n in todo if n in first]), ("rest", [n for n in todo if n not in first])]
+    lock = read_lock(home, model) or {}
+    return waves, size, recipe, lock.get("params")
 
 
 # ------------------------------------------------------------------------------- submissions, publish, rescore
@@ -522,6 +598,11 @@ def _models_parser(sub: argparse._SubParsersAction) -> None:
     ck.add_argument("--all", action="store_true", help="every trainable family's smallest smoke-recipe size")
     ck.add_argument("--json", action="store_true", help="one object per model")
     ck.set_defaults(fn=cmd_check_models)
+    pm = md.add_parser("profile-memory", help="measure one training lane's peak memory (VRAM on a GPU, RSS on a CPU) "
+                                              "at the recipe's image size and batch: for bench plan and campaign")
+    pm.add_argument("model", help="model key, e.g. yolo9-t")
+    pm.add_argument("--recipe", default="", help="default: the model's registered recipe (else default)")
+    pm.set_defaults(fn=cmd_profile_memory)
     rm = md.add_parser("remove", help="delete a model partition and its materialization status (files kept unless "
                                       "--purge)")
     rm.add_argument("name", help="model key, e.g. yolo9-t")
@@ -553,6 +634,8 @@ def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--cpu-lanes", type=int, default=1)
     pl.add_argument("--sharing-cost", type=float, default=None,
                     help="slowdown each extra job on a GPU adds (default 0.6, a stated assumption)")
+    pl.add_argument("--pilot", help="the first wave: a suite (rf20vl) or comma-separated datasets; the rest follow")
+    pl.add_argument("--gpu-hour-price", type=float, default=None, help="USD per GPU-hour (from a live offer): cost")
     pl.add_argument("--all", action="store_true", help="plan every partition, also those already scored")
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(fn=cmd_plan)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, REPO
+from tests.conftest import CORPUS, REPO, mount_namespace_prefix
 
 pytestmark = pytest.mark.integration  # not in `make test-fast`: Dagster runs, dbt, subprocesses, long setup
 
@@ -49,18 +49,6 @@ print("RESULT " + json.dumps(out))
 '''
 
 
-def _namespace_prefix() -> list[str] | None:
-    """A command prefix that runs its argument in a private mount namespace with mount rights, or None."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return None
-    for prefix in ([unshare, "-rm"], [unshare, "-m"]):
-        probe = subprocess.run([*prefix, "true"], capture_output=True)
-        if probe.returncode == 0:
-            return prefix
-    return None
-
-
 def _big_tar(path: Path) -> None:
     """valid_base plus 200 MB of zeros: 200 KB on disk, far more than the 48 MB disk once extracted."""
     with tarfile.open(path, "w:gz") as tar:
@@ -73,7 +61,7 @@ def _big_tar(path: Path) -> None:
 
 
 def test_full_disk_is_refused_with_path_needed_and_free(tmp_path: Path) -> None:
-    prefix = _namespace_prefix()
+    prefix = mount_namespace_prefix()
     if prefix is None:
         pytest.skip("no private mount namespace here (unshare missing or refused); the full-disk test needs one")
     home, tiny = tmp_path / "home", tmp_path / "tiny"

@@ -72,6 +72,8 @@ def test_train_two_epochs_standalone(trained: tuple[Path, subprocess.CompletedPr
     assert res.status == "done" and res.message == ""
     assert res.epochs_done == 2 and [e.epoch for e in res.epochs] == [1, 2]
     assert res.accumulation == 2 and res.resumed_from_epoch is None
+    assert res.peak_rss_mb and 200 < res.peak_rss_mb < 8000  # the CPU lane's measured peak (bench plan's memory)
+    assert res.peak_vram_reserved_mb is None  # no GPU here
     for e in res.epochs:
         assert e.train_loss is not None and e.train_loss > 0 and {"box", "cls", "dfl"} <= set(e.losses)
         assert e.valid_mAP50_95 is not None and e.valid_mAP50 is not None and e.seconds and e.lr

@@ -21,14 +21,17 @@ def suggest(makespans: dict[int, float]) -> int:
 
 
 def plan_campaign(home: Path, model: str, datasets: list[str], *, epochs: int, gpus: int, jobs_per_gpu: int = 0,
-                  cpu_lanes: int = 1, sharing_cost: float | None = None,
+                  cpu_lanes: int = 1, sharing_cost: float | None = None, max_jobs_per_gpu: int | None = None,
                   now: dt.datetime | None = None) -> dict[str, Any]:
+    """The makespan for 1-4 jobs per GPU (only those that fit `max_jobs_per_gpu`, the measured memory's limit, when
+    given) or for `cpu_lanes` CPU lanes, and the suggested (or given) jobs per GPU."""
     now = now or dt.datetime.now().astimezone()
     images = partition_images(home, datasets)
     cost = SHARING_COST if sharing_cost is None else sharing_cost
     options: dict[int, dict[str, Any]] = {}
     if gpus > 0:
-        for k in JOBS_PER_GPU_TRIED if not jobs_per_gpu else (jobs_per_gpu,):
+        tried = [k for k in JOBS_PER_GPU_TRIED if max_jobs_per_gpu is None or k <= max(1, max_jobs_per_gpu)]
+        for k in tried if not jobs_per_gpu else (jobs_per_gpu,):
             m = cost_model(home, model, epochs, "gpu", k, cost)
             plan = longest_first(durations(images, m), gpus * k)
             options[k] = {"lanes": gpus * k, "makespan_s": plan.makespan, "lower_bound_s": plan.lower_bound,

@@ -90,6 +90,7 @@ class TrainResult(_Strict):
     epochs: list[EpochRecord] = []
     peak_vram_allocated_mb: float | None = None  # CUDA only
     peak_vram_reserved_mb: float | None = None
+    peak_rss_mb: float | None = None  # the training process's peak resident set (its own, not its loader workers')
     cuda_graph_captured: bool | None = None  # None when cuda_graph was not requested
     # With init_weights: how many of the model's tensors hold the file's values once LibreYOLO loaded it
     # (child/weights.loaded_from); None when the run started from scratch or resumed.

@@ -157,7 +157,7 @@ def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: R
         "stack": result.stack,
         "worker": worker_name(),
         "device": {"lane": req.lane, "device": req.device, "peak_vram_allocated_mb": result.peak_vram_allocated_mb,
-                   "peak_vram_reserved_mb": result.peak_vram_reserved_mb,
+                   "peak_vram_reserved_mb": result.peak_vram_reserved_mb, "peak_rss_mb": result.peak_rss_mb,
                    "cuda_graph_captured": result.cuda_graph_captured},
     }
 

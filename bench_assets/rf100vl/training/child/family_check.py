@@ -46,7 +46,8 @@ def trimmed_dataset(src: Path, dest: Path, counts: dict[str, int] = SPLIT_SIZES)
     return dest
 
 
-def _run(module: str, spec: dict[str, Any], path: Path) -> subprocess.CompletedProcess[str]:
+def run_child(module: str, spec: dict[str, Any], path: Path) -> subprocess.CompletedProcess[str]:
+    """Run `child.<module>` on `spec` (written to `path`) with one thread, the way a campaign lane does."""
     path.write_text(json.dumps(spec))
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_PIPES_")}
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -85,17 +86,17 @@ def check_family(family: str, size: str, imgsz: int, dataset: Path, class_names:
     out: dict[str, Any] = {"model": f"{family}-{size}", "imgsz": imgsz, "ok": False}
 
     straight = work / "straight"
-    proc = _run("train", {**base, "run_dir": str(straight)}, work / "straight.json")
+    proc = run_child("train", {**base, "run_dir": str(straight)}, work / "straight.json")
     if proc.returncode != EXIT_DONE:
         return {**out, "failed": "train", "reason": _failed(proc), "seconds": round(time.monotonic() - t0, 1)}
     ref = TrainResult.model_validate_json(run_store.result_path(straight).read_text())
     out["losses"] = sorted(ref.epochs[0].losses) if ref.epochs else []
 
     killed = work / "killed"
-    proc = _run("train", {**base, "run_dir": str(killed), "fault": {"exit_after_epoch": 1}}, work / "killed.json")
+    proc = run_child("train", {**base, "run_dir": str(killed), "fault": {"exit_after_epoch": 1}}, work / "killed.json")
     if proc.returncode != EXIT_KILLED:
         return {**out, "failed": "kill after epoch 1", "reason": _failed(proc)}
-    proc = _run("train", {**base, "run_dir": str(killed), "resume": True}, work / "resume.json")
+    proc = run_child("train", {**base, "run_dir": str(killed), "resume": True}, work / "resume.json")
     if proc.returncode != EXIT_DONE:
         return {**out, "failed": "resume", "reason": _failed(proc)}
     resumed = TrainResult.model_validate_json(run_store.result_path(killed).read_text())
@@ -108,7 +109,7 @@ def check_family(family: str, size: str, imgsz: int, dataset: Path, class_names:
                 "reason": f"{len(differ)} tensors differ (first: {differ[:3]}); losses equal: {same_losses}"}
 
     pred = work / "pred.json.gz"
-    proc = _run("predict", dict(family=family, size=size, num_classes=len(class_names), class_names=class_names,
+    proc = run_child("predict", dict(family=family, size=size, num_classes=len(class_names), class_names=class_names,
                                 weights=ref.best_checkpoint, dataset_dir=str(dataset), imgsz=imgsz,
                                 out_path=str(pred)), work / "predict.json")
     if proc.returncode != EXIT_DONE:

@@ -20,6 +20,7 @@ import dataclasses
 import json
 import math
 import os
+import resource
 import signal
 import sys
 import time
@@ -645,7 +646,8 @@ def _watch_graph_capture() -> None:
 
 
 def _device_facts(spec: TrainSpec) -> dict[str, Any]:
-    facts: dict[str, Any] = {"cuda_graph_captured": _graph_captured if spec.cuda_graph else None}
+    facts: dict[str, Any] = {"cuda_graph_captured": _graph_captured if spec.cuda_graph else None,
+                             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         facts["peak_vram_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
