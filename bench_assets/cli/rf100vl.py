@@ -313,6 +313,29 @@ def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, s
     return [n for n in names if n not in failed]
 
 
+def _register_replicates(instance: Any, home: Path, model: str, names: list[str], replicates: int,
+                         replicate_datasets: str | None) -> list[tuple[str, list[str]]]:
+    """Register `model@seed1` .. `model@seed{K-1}` with the model's recipe on the chosen datasets (each its own
+    model partition: the seed is in its key and its run signature); [(key, datasets)]."""
+    from bench_assets.rf100vl.defs.partitions import register_campaign
+    from bench_assets.rf100vl.training.models import registered_recipe
+    from bench_assets.rf100vl.training.runplan import replicate_key
+
+    if replicates <= 1:
+        return []
+    chosen = [d for d in (replicate_datasets or "").split(",") if d] or names
+    outside = sorted(set(chosen) - set(names))
+    if outside:
+        raise ValueError(f"--replicate-datasets names datasets outside the campaign (or without data): "
+                         f"{', '.join(outside)}")
+    out = []
+    for seed in range(1, replicates):
+        key = replicate_key(model, seed)
+        rep_names, _ = register_campaign(instance, home, key, registered_recipe(home, model), None, ",".join(chosen))
+        out.append((key, rep_names))
+    return out
+
+
 def _build_submission(instance: Any, model: str) -> int:
     from bench_assets.cli.location import run_job
     from bench_assets.rf100vl.defs.jobs import submission_job
@@ -321,9 +344,11 @@ def _build_submission(instance: Any, model: str) -> int:
 
 
 def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: str | None = None,
-                 recipe: str = "", lanes: int = 0, force: bool = False) -> int:
+                 recipe: str = "", lanes: int = 0, force: bool = False, replicates: int = 1,
+                 replicate_datasets: str | None = None) -> int:
     """Register, then run `job` for every (dataset, model) partition longest first on the lanes. No `recipe`: the
-    model's registered one, else `default` (training/models.registered_recipe)."""
+    model's registered one, else `default` (training/models.registered_recipe). `replicates` K > 1: the model is
+    also trained with seeds 1..K-1 as its own partitions (`model@seedN`) on `replicate_datasets` (default: all)."""
     from bench_assets.cli.location import load_for_runs
     from bench_assets.platform.cluster.layout import load_state
     from bench_assets.platform.cluster.servers import ClusterError, require_servers
@@ -337,6 +362,8 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
 
     if not (suite or datasets):
         return fail("pass --suite S or --datasets A,B", 2)
+    if replicates < 1:
+        return fail("--replicates counts the seeds, the model's own included: 1 or more", 2)
     home = bench_home_path()
     if lanes:
         os.environ["BENCH_CPU_LANES"] = str(lanes)
@@ -352,12 +379,17 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
     instance = open_instance(home)
     try:
         names = _register_for_campaign(instance, home, model, recipe, suite, datasets)
+        partitions = longest_first(home, model, names)
+        for key, rep_names in _register_replicates(instance, home, model, names, replicates, replicate_datasets):
+            partitions += longest_first(home, key, rep_names)
     except (RecipeError, ValueError, KeyError) as exc:
         return fail(str(exc), 2)
-    runs = pool_runs(longest_first(home, model, names), job, force=force)
+    partitions.sort(key=lambda r: (-r.train_images, r.dataset, r.model))
+    runs = pool_runs(partitions, job, force=force)
     n_lanes = cluster.total_lanes if cluster else len(lanes_from_env())
     where = (f"the cluster's {len(cluster.workers)} worker(s)" if cluster else "this machine")
-    print(f"{job.name}: {len(runs)} partitions of {model}, longest first, on {n_lanes} lane(s) of {where}")
+    seeds = f" ({replicates} seeds)" if replicates > 1 else ""
+    print(f"{job.name}: {len(runs)} partitions of {model}{seeds}, longest first, on {n_lanes} lane(s) of {where}")
 
     def show(result: Any) -> None:
         code = report(result.outcome, f"{job.name} {result.run.label}")
@@ -404,7 +436,8 @@ def _campaign_preflight(home: Path, model: str, recipe: str, suite: str | None, 
 
 def _campaign(args: argparse.Namespace, job: Any) -> int:
     return run_campaign(job, args.model, suite=args.suite, datasets=args.datasets, recipe=args.recipe,
-                        lanes=args.lanes, force=args.force)
+                        lanes=args.lanes, force=args.force, replicates=args.replicates,
+                        replicate_datasets=args.replicate_datasets)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -623,6 +656,10 @@ def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
                                                       "model's registered recipe, else default)")
         c.add_argument("--lanes", type=int, default=0, help="CPU lanes on a box without GPUs (BENCH_CPU_LANES)")
         c.add_argument("--force", action="store_true", help="retrain even when a finished run exists")
+        c.add_argument("--replicates", type=int, default=1,
+                       help="K seeds per chosen dataset, the model's own (seed 0) included: seeds 1..K-1 train as "
+                            "partitions MODEL@seedN (docs/campaigns.md)")
+        c.add_argument("--replicate-datasets", help="comma-separated datasets to replicate (default: all of them)")
         c.set_defaults(fn=fn)
     pl = sub.add_parser("plan", help="predict a campaign's makespan and finish time on N GPUs; suggest jobs per GPU")
     pl.add_argument("--model", required=True)

@@ -49,6 +49,9 @@ IMPORTED = {"rfdetr-n-lb": {"aerial-a": (0.50, 0.70, 0.52, 0.66), "aerial-b": (0
                             "doc-a": (0.71, 0.88, 0.75, 0.80), "doc-b": (0.64, 0.82, 0.67, 0.75),
                             "med-a": (0.30, 0.46, 0.29, 0.40), "med-b": (0.35, 0.52, 0.34, None)}}
 MODELS = {"yolov9-t": ("yolov9", "t", 0), "yolov9-s": ("yolov9", "s", 1), "dfine-n": ("dfine", "n", 0)}
+# yolov9-t trained again with seeds 1 and 2 on three datasets (`bench campaign --replicates 3`): mAP50-95 per seed.
+REPLICATES = {"yolov9-t@seed1": {"aerial-a": 0.41, "aerial-b": 0.29, "doc-a": 0.60},
+              "yolov9-t@seed2": {"aerial-a": 0.38, "aerial-b": 0.31, "doc-a": 0.63}}
 PUBLISHED = {"rfdetr-n": ("RF-DETR", "N", 0.577), "rfdetr-s": ("RF-DETR", "S", 0.602),
              "lwdetr-t": ("LW-DETR", "T", 0.571), "dfine-n-readme": ("D-FINE", "N", 0.05)}
 
@@ -98,6 +101,23 @@ def warehouse_rows() -> dict[str, list[dict[str, Any]]]:
     rows["runs"].append({"model": "yolov9-t", "dataset": "aerial-a", "run_signature": "sig-old", "is_current": False,
                          "family": "yolov9", "size": "t", "recipe_conformant": True, "epochs": 100, "epochs_done": 30,
                          "best_epoch": 12, "wall_seconds": 7200.0, "resumed": False, "run_dir": "runs/old"})
+    for model, scores in REPLICATES.items():
+        seed = int(model.rsplit("@seed", 1)[1])
+        rows["models"].append({"model": model, "family": "yolov9", "size": "t", "size_rank": 0, "recipe": "default",
+                               "recipe_conformant": True, "suite": f"{model}:datasets",
+                               "expected_datasets": len(scores), "base_model": "yolov9-t", "seed": seed})
+        rows["suites"] += [{"suite": f"{model}:datasets", "dataset": d} for d in scores]
+        for dataset, m5095 in scores.items():
+            sig = f"sig-{model}-{dataset}"
+            rows["scores"].append({"model": model, "dataset": dataset, "dataset_version": "v1",
+                                   "fingerprint": f"fp-{model}-{dataset}", "split": "test", "is_current": True,
+                                   "mAP50_95": m5095, "mAP50": m5095, "run_signature": sig, "base_model": "yolov9-t",
+                                   "seed": seed})
+            rows["runs"].append({"model": model, "dataset": dataset, "dataset_version": "v1", "run_signature": sig,
+                                 "is_current": True, "family": "yolov9", "size": "t", "recipe_conformant": True,
+                                 "epochs": 100, "epochs_done": 100, "best_epoch": 50, "valid_mAP50_95": m5095,
+                                 "wall_seconds": 1000.0, "resumed": False, "finished": "2026-01-02T03:04:05+00:00",
+                                 "run_dir": f"runs/{model}/{dataset}/r1", "base_model": "yolov9-t", "seed": seed})
     for model, entries in IMPORTED.items():
         rows["submissions"].append({"model": model, "origin": "imported", "split": "test", "suite": "rf100vl",
                                     "expected_datasets": 100, "datasets_scored": len(entries),
@@ -284,6 +304,51 @@ def test_model_comparison_is_a_deterministic_paired_bootstrap(built: tuple[Path,
     assert few["datasets"] == 3 and few["ci_low"] > 0 and few["distinguishable"] is False  # too few to call
 
 
+def test_replicates_measure_the_seed_noise_and_stay_out_of_every_mean(built: tuple[Path, dict]) -> None:
+    """yolov9-t@seed1 and @seed2 are yolov9-t trained again: no leaderboard row or mean of their own, a seed spread
+    per dataset, their cost under yolov9-t, and the comparisons with yolov9-t widened by the noise they measure."""
+    import math
+    from statistics import stdev
+
+    mod = dbt_python_model("rf100vl_model_comparison")
+    home, _ = built
+    db = report_db_path(home)
+    assert not [r for r in query(db, "SELECT model FROM rf100vl_leaderboard") if "@" in r["model"]]
+    assert not query(db, "SELECT * FROM rf100vl_dataset_scores WHERE model LIKE '%@%'")
+    spread = {r["dataset"]: r for r in query(db, "SELECT * FROM rf100vl_seed_spread")}
+    assert set(spread) == {"aerial-a", "aerial-b", "doc-a"}
+    for dataset, r in spread.items():
+        seeds = [OURS["yolov9-t"][dataset][0], *(REPLICATES[m][dataset] for m in REPLICATES)]
+        assert (r["model"], r["seeds"], list(r["seed_list"])) == ("yolov9-t", 3, [0, 1, 2])
+        assert r["sd_mAP50_95"] == pytest.approx(stdev(seeds))
+        assert r["range_mAP50_95"] == pytest.approx(max(seeds) - min(seeds))
+    pooled = fmean(r["sd_mAP50_95"] ** 2 for r in spread.values())
+    pairs = {(r["model_a"], r["model_b"]): r for r in query(db, "SELECT * FROM rf100vl_model_comparison")}
+    with_t = pairs[("yolov9-s", "yolov9-t")]
+    assert with_t["seed_noise"] == pytest.approx(1.959963984540054 * math.sqrt(pooled / with_t["datasets"]))
+    assert with_t["ci_low_seeds"] == pytest.approx(
+        with_t["mean_diff"] - math.hypot(with_t["mean_diff"] - with_t["ci_low"], with_t["seed_noise"]))
+    assert with_t["ci_low_seeds"] < with_t["ci_low"] and with_t["ci_high_seeds"] > with_t["ci_high"]
+    assert with_t["verdict"] == ("tie" if with_t["ci_low_seeds"] <= 0 <= with_t["ci_high_seeds"] else "a")
+    # Neither replicated: no seed noise, the bootstrap interval as it was; the verdict follows it.
+    other = pairs[("yolov9-s", "rfdetr-n-lb")]
+    assert other["seed_noise"] is None and other["ci_low_seeds"] == other["ci_low"]
+    assert other["verdict"] == "b" and other["distinguishable"] is True
+    assert pairs[("yolov9-t", "dfine-n")]["verdict"] == "tie"  # 3 shared datasets: too few to call
+    # The rule itself, on numbers worked by hand: a 1-point lead with a +-0.5 bootstrap interval is a tie once two
+    # models' seeds vary by 3 points per dataset over 4 datasets (noise 1.96 x sqrt(2 x 0.03^2 / 4) = 4.2 points).
+    c = mod.PairedComparison(4, 0.01, 0.005, 0.015, 10_000, 0.95)
+    noise = mod.seed_noise(0.03 ** 2, 0.03 ** 2, 4)
+    assert noise == pytest.approx(1.959963984540054 * 0.03 * math.sqrt(0.5))
+    low, high = mod.widened(c, noise)
+    assert low < 0 < high and mod.verdict(low, high, 5) == "tie"
+    assert mod.verdict(*mod.widened(c, None), 5) == "a" and mod.seed_noise(None, None, 4) is None
+    cost = {r["model"]: r for r in query(db, "SELECT * FROM rf100vl_train_cost")}
+    assert "yolov9-t@seed1" not in cost
+    assert (cost["yolov9-t"]["replicate_runs"], cost["yolov9-t"]["replicate_hours"]) == (6, pytest.approx(6000 / 3600))
+    assert cost["yolov9-t"]["datasets_trained"] == len(LAB)  # its own runs only
+
+
 def test_a_failing_dbt_test_fails_the_build_and_keeps_the_previous_report(built: tuple[Path, dict],
                                                                           tmp_path: Path) -> None:
     good_home, _ = built
@@ -363,7 +428,8 @@ def test_dagster_lineage_and_checks_mirror_the_dbt_project() -> None:
     # By hand, so the test does not just replay the code: sources are the loader's one asset, refs are models.
     assert deps[dg.AssetKey(["report", "stg_warehouse__scores"])] == {warehouse}
     assert deps[dg.AssetKey(["report", "rf100vl_model_comparison"])] == {
-        dg.AssetKey(["report", "rf100vl_leaderboard"]), dg.AssetKey(["report", "int_model_dataset_scores"])}
+        dg.AssetKey(["report", "rf100vl_leaderboard"]), dg.AssetKey(["report", "int_model_dataset_scores"]),
+        dg.AssetKey(["report", "rf100vl_seed_spread"])}
     assert warehouse in report_dbt_assets.dependency_keys and warehouse not in report_dbt_assets.keys
     assert report_dbt_assets.op.pool == "duckdb_writer"
     assert report_dbt_assets.required_resource_keys == {"home", "io_manager"}  # no dbt resource any more

@@ -263,12 +263,12 @@ def test_selection_vs_test_warns_only_when_every_gap_is_from_a_non_conformant_re
 def _size_warehouse(path: Path, models: list[tuple], scores: dict[tuple[str, str], float]) -> Path:
     con = duckdb.connect(str(path))
     try:
-        con.execute("CREATE TABLE models (model VARCHAR, family VARCHAR, size_rank INTEGER)")
+        con.execute("CREATE TABLE models (model VARCHAR, family VARCHAR, size_rank INTEGER, base_model VARCHAR)")
         con.execute(_SCORES)
         con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
         con.execute(_RUNS)
         for m in models:
-            con.execute("INSERT INTO models VALUES (?, ?, ?)", list(m))
+            con.execute("INSERT INTO models VALUES (?, ?, ?, ?)", [*m[:3], m[3] if len(m) > 3 else m[0]])
         for (m, d), ap in scores.items():
             con.execute("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [*_score(m, d), ap])
     finally:
@@ -277,9 +277,10 @@ def _size_warehouse(path: Path, models: list[tuple], scores: dict[tuple[str, str
 
 
 def test_adjacent_size_gap_compares_neighbouring_sizes_on_shared_datasets(tmp_path: Path) -> None:
-    models = [("s", "A", 1), ("m", "A", 2), ("l", "A", 3), ("u", "A", None), ("x", "B", 1)]
+    # m@seed1 is m trained again with seed 1 (a replicate): never a size of its own between m and l.
+    models = [("s", "A", 1), ("m", "A", 2), ("m@seed1", "A", 2, "m"), ("l", "A", 3), ("u", "A", None), ("x", "B", 1)]
     aps = {("s", "d1"): 0.5, ("s", "d2"): 0.25, ("m", "d1"): 0.625, ("m", "d2"): 0.375, ("l", "d1"): 0.6875,
-           ("u", "d1"): 0.0, ("x", "d1"): 0.0}
+           ("u", "d1"): 0.0, ("x", "d1"): 0.0, ("m@seed1", "d1"): 0.1}
     wh = _size_warehouse(tmp_path / "w.duckdb", models, aps)
     pairs = [{"family": "A", "smaller": "s", "larger": "m", "datasets": 2, "smaller_mAP50_95": 0.375,
               "larger_mAP50_95": 0.5, "gap": 0.125},

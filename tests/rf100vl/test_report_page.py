@@ -57,7 +57,11 @@ DDL = {
         "published_same_size VARCHAR, delta_vs_published_same_size DOUBLE"),
     "rf100vl_model_comparison": (
         "model_a VARCHAR, model_b VARCHAR, datasets BIGINT, mean_diff DOUBLE, ci_low DOUBLE, "
-        "ci_high DOUBLE, distinguishable BOOLEAN"),
+        "ci_high DOUBLE, seed_noise DOUBLE, ci_low_seeds DOUBLE, ci_high_seeds DOUBLE, distinguishable BOOLEAN, "
+        "verdict VARCHAR"),
+    "rf100vl_seed_spread": (
+        "model VARCHAR, dataset VARCHAR, seeds BIGINT, mean_mAP50_95 DOUBLE, sd_mAP50_95 DOUBLE, "
+        "min_mAP50_95 DOUBLE, max_mAP50_95 DOUBLE, range_mAP50_95 DOUBLE"),
 }
 
 DOMAIN = {"d1": "aerial", "d2": "aerial", "d3": "medical", "d4": "medical"}
@@ -113,10 +117,11 @@ def _rows() -> dict[str, list[tuple[Any, ...]]]:
             (EVIL, "imported", None, None, 0.225, 4, 4, 100, None, False, EVIL_WHY, None, -0.2651,
              None, None, None, None),
         ],
-        "rf100vl_model_comparison": [
-            ("ours-a", "ours-b", 3, 0.0333, -0.05, 0.1433, False),
-            ("ours-a", EVIL, 4, 0.2603, 0.05, 0.4, True),
+        "rf100vl_model_comparison": [  # ours-a was replicated: its pairs' intervals are widened by the seed noise
+            ("ours-a", "ours-b", 3, 0.0333, -0.05, 0.1433, 0.02, -0.0528, 0.1460, False, "tie"),
+            ("ours-a", EVIL, 4, 0.2603, 0.05, 0.4, 0.02, 0.0491, 0.4009, True, "a"),
         ],
+        "rf100vl_seed_spread": [("ours-a", "d1", 3, 0.50, 0.0123, 0.4866, 0.5111, 0.0245)],
     }
 
 
@@ -174,8 +179,9 @@ def test_markdown_numbers_are_x100_one_decimal(rendered: tuple[Any, str, str]) -
     assert "| 2 | ours-a | ours | ours | s | 48.5 | 100/100 | yes | -0.5 |  |" in md
     assert "| ours-a | d3 | medical | 62.0 | 20.0 | -42.0 |" in md  # the worst valid/test gap is listed
     assert "1 of 7 (model, dataset) pairs of ours differ by more than 5 points" in md
-    assert "| ours-a | ours-b | 3 | +3.3 | [-5.0, +14.3] | within noise" in md
-    assert "ours-a ahead by 26.0 points" in md
+    assert "| ours-a | ours-b | 3 | +3.3 | [-5.3, +14.6] | ±2.0 | tie: within noise" in md
+    assert "ours-a ahead by 26.0 points (beyond the noise over datasets and seed-to-seed noise)" in md
+    assert "| ours-a | d1 | 3 | 50.0 | 1.2 | 48.7 | 51.1 | 2.5 |" in md  # the seed spread, in points
     weakest = md.split("## 5 weakest datasets per model")[1].split("##")[0]
     assert "| ours-a | ours | 1 | d3 | medical | 20.0 |" in weakest
     assert weakest.count(f"| {EVIL.replace('<', '&lt;').replace('>', '&gt;')} |") == 4

@@ -77,7 +77,10 @@ MARTS: dict[str, tuple[tuple[str, ...], str]] = {
          "delta_vs_published_same_size"),
         'leaderboard_rank NULLS LAST, "mAP50_95" DESC, model, origin'),
     "rf100vl_model_comparison": (("model_a", "model_b", "datasets", "mean_diff", "ci_low", "ci_high",
-                                  "distinguishable"), "model_a, model_b"),
+                                  "seed_noise", "ci_low_seeds", "ci_high_seeds", "distinguishable", "verdict"),
+                                 "model_a, model_b"),
+    "rf100vl_seed_spread": (("model", "dataset", "seeds", "mean_mAP50_95", "sd_mAP50_95", "min_mAP50_95",
+                             "max_mAP50_95", "range_mAP50_95"), "model, dataset"),
 }
 SUBMISSION_COLUMNS = ("model", "origin", "valid_submission", "invalid_reasons")
 PLOTS = {
@@ -335,16 +338,17 @@ def _findings_blocks(findings: list[Finding] | None) -> list[Block]:
 
 
 def _comparison_verdict(r: Row) -> str:
-    low, high, diff = _num(r["ci_low"]), _num(r["ci_high"]), _num(r["mean_diff"])
+    low, high, diff = _num(r["ci_low_seeds"]), _num(r["ci_high_seeds"]), _num(r["mean_diff"])
     distinguishable = r["distinguishable"]
     if distinguishable is None and low is not None and high is not None:
         distinguishable = low > 0 or high < 0
     if distinguishable is None or diff is None:
         return "undefined (no shared scores)"
+    seeds = " and seed-to-seed noise" if _num(r["seed_noise"]) is not None else ""
     if not distinguishable:
-        return "within noise: the interval includes 0, the data do not separate them"
+        return f"tie: within noise (the interval over datasets{seeds} includes 0)"
     leader = r["model_a"] if diff > 0 else r["model_b"]
-    return f"{leader} ahead by {fmt_ap(abs(diff))} points"
+    return f"{leader} ahead by {fmt_ap(abs(diff))} points (beyond the noise over datasets{seeds})"
 
 
 def _valid_test_gaps(rows: list[Row]) -> list[Row]:
@@ -372,7 +376,8 @@ def _report_blocks(data: _ReportData) -> list[Block]:
         return blocks + [Heading("No models yet"), Paragraph(f"No models yet — {why}")] + _headline(data)
     blocks += [_counts_paragraph(data)] + _headline(data)
     for section in (_leaderboard_blocks, _domain_blocks, _train_cost_blocks, _weakest_blocks, _valid_vs_test_blocks,
-                    _per_dataset_blocks, _published_blocks, _family_blocks, _model_comparison_blocks):
+                    _per_dataset_blocks, _published_blocks, _family_blocks, _seed_spread_blocks,
+                    _model_comparison_blocks):
         blocks += section(data)
     return blocks
 
@@ -498,12 +503,29 @@ def _model_comparison_blocks(data: _ReportData) -> list[Block]:
         return [Heading("Model comparison"), Paragraph("No pair of models shares a scored dataset.")]
     return [Heading("Model comparison"),
             Paragraph("Mean difference A - B in mAP50-95 over the datasets both models scored, with a paired "
-                      "bootstrap interval that resamples datasets; an interval that includes 0 means the "
-                      "difference is within noise."),
-            table(["A", "B", "Datasets", "Mean A - B", "Interval", "Verdict"],
+                      "bootstrap interval that resamples datasets, widened by the seed-to-seed noise where a model "
+                      "was trained with several seeds (Seed spread); an interval that includes 0 is a tie."),
+            table(["A", "B", "Datasets", "Mean A - B", "Interval", "Seed noise", "Verdict"],
                   [[r["model_a"], r["model_b"], _fmt_count(r["datasets"]), fmt_ap_diff(r["mean_diff"]),
-                    f"[{fmt_ap_diff(r['ci_low'])}, {fmt_ap_diff(r['ci_high'])}]", _comparison_verdict(r)]
-                   for r in rows], numeric=[2, 3])]
+                    f"[{fmt_ap_diff(r['ci_low_seeds'])}, {fmt_ap_diff(r['ci_high_seeds'])}]",
+                    "not measured" if _num(r["seed_noise"]) is None else f"±{fmt_ap(r['seed_noise'])}",
+                    _comparison_verdict(r)] for r in rows], numeric=[2, 3])]
+
+
+def _seed_spread_blocks(data: _ReportData) -> list[Block]:
+    rows = data.marts.get("rf100vl_seed_spread") or []
+    if not rows:
+        return [Heading("Seed spread"),
+                Paragraph("No dataset was trained with more than one seed: the model comparison cannot separate a "
+                          "real difference from seed-to-seed noise (`bench campaign ... --replicates K`).")]
+    return [Heading("Seed spread"),
+            Paragraph("The same model and dataset trained with different seeds (the model itself and its "
+                      "model@seedN replicates), test mAP50-95 in points: the noise a difference between two "
+                      "models must exceed."),
+            table(["Model", "Dataset", "Seeds", "Mean", "SD", "Min", "Max", "Range"],
+                  [[r["model"], r["dataset"], _fmt_count(r["seeds"]), fmt_ap(r["mean_mAP50_95"]),
+                    fmt_ap(r["sd_mAP50_95"]), fmt_ap(r["min_mAP50_95"]), fmt_ap(r["max_mAP50_95"]),
+                    fmt_ap(r["range_mAP50_95"])] for r in rows], numeric=[2, 3, 4, 5, 6, 7])]
 
 
 # ---------------------------------------------------------------------------------------------- plots

@@ -69,7 +69,7 @@ def adjacent_size_gap(warehouse: Path, max_gap: float = 0.10) -> Finding:
         WITH m AS (
             SELECT model, family, size_rank,
                    lead(model) OVER (PARTITION BY family ORDER BY size_rank) AS next_model
-            FROM models WHERE size_rank IS NOT NULL),
+            FROM models WHERE size_rank IS NOT NULL AND coalesce(base_model, model) = model),  -- not replicates
         cur AS (SELECT model, dataset, mAP50_95 FROM ({_CURRENT}))
         SELECT m.family, m.model AS smaller, m.next_model AS larger, count(*) AS datasets,
                avg(a.mAP50_95) AS smaller_mAP50_95, avg(b.mAP50_95) AS larger_mAP50_95,

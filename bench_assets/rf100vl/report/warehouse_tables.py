@@ -58,6 +58,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "max_annotations_per_image": "BIGINT", "best_checkpoint": "VARCHAR", "best_checkpoint_sha256": "VARCHAR",
         "started": "VARCHAR", "finished": "VARCHAR", "run_dir": "VARCHAR", "worker": "VARCHAR", "device": "VARCHAR",
         "init_weights": "VARCHAR", "init_weights_sha256": "VARCHAR",  # NULL: trained from scratch
+        "base_model": "VARCHAR", "seed": "BIGINT",  # a replicate (model@seedN) repeats base_model with its seed
     },
     "epochs": {
         "model": "VARCHAR", "dataset": "VARCHAR", "run_signature": "VARCHAR", "epoch": "BIGINT",
@@ -75,6 +76,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "path": "VARCHAR", "engine": "VARCHAR", "reference_engine": "VARCHAR", "parity_tol": "DOUBLE",
         "parity_precision_cells_differing": "BIGINT", "parity_recall_cells_differing": "BIGINT",
         "max_det_images_over": "BIGINT", "max_det_detections_cut": "BIGINT",
+        "base_model": "VARCHAR", "seed": "BIGINT",
     },
     # The RF100-VL catalogue (vendored CSV): domain of every benchmark dataset, stored locally or not.
     "catalog": {
@@ -88,6 +90,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "model": "VARCHAR", "family": "VARCHAR", "size": "VARCHAR", "size_rank": "BIGINT", "recipe": "VARCHAR",
         "recipe_file": "VARCHAR", "recipe_sha256": "VARCHAR", "recipe_conformant": "BOOLEAN",
         "recipe_nonconformities": "VARCHAR[]", "suite": "VARCHAR", "expected_datasets": "BIGINT",
+        "base_model": "VARCHAR", "seed": "BIGINT",
     },
     # Published RF100-VL mAP50-95 of other detectors (vendored CSV), for the comparison mart; with the LibreYOLO
     # family the published name stands for (NULL when LibreYOLO has none) and the size's place in its family.
@@ -172,6 +175,19 @@ def _dataset_split_rows(home: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def replicate_columns(model: str, recorded_seed: int | None = None) -> dict[str, Any]:
+    """base_model and seed of a model key: a replicate `yolo9-t@seed1` is seed 1 of yolo9-t; a model is its own base
+    with the seed its run recorded (the recipe's, 0), else 0. A key that does not parse stays its own base."""
+    from bench_assets.rf100vl.training.runplan import parse_model
+
+    try:
+        key = parse_model(model)
+    except ValueError:
+        return {"base_model": model, "seed": 0 if recorded_seed is None else recorded_seed}
+    seed = key.seed if key.seed is not None else (0 if recorded_seed is None else recorded_seed)
+    return {"base_model": key.base, "seed": seed}
+
+
 def _run_rows(home: Path) -> pd.DataFrame:
     import pandas as pd
 
@@ -196,6 +212,7 @@ def _run_rows(home: Path) -> pd.DataFrame:
             "device": (st.get("device") or {}).get("device"),  # "cpu" on a CPU lane, a CUDA device otherwise
             "init_weights": (st.get("init_weights") or {}).get("name"),
             "init_weights_sha256": (st.get("init_weights") or {}).get("sha256"),
+            **replicate_columns(st["model"], st.get("seed")),
         })
     return pd.DataFrame(rows)
 
@@ -239,7 +256,7 @@ def _score_rows(home: Path) -> pd.DataFrame:
             "predictions_path": str(predictions_path(home, rec["model"], rec["dataset"],
                                                      rec["inputs"]["predictions_fingerprint"])),
             "scoring_code_sha256": rec["inputs"]["scoring_code_sha256"], "path": str(path),
-            **_engine_facts(rec),
+            **_engine_facts(rec), **replicate_columns(rec["model"]),
         })
     return pd.DataFrame(rows)
 
@@ -311,7 +328,7 @@ def _model_rows(home: Path) -> pd.DataFrame:
             "recipe_file": loaded.path,
             "recipe_sha256": loaded.sha256, "recipe_conformant": loaded.recipe.conformant,
             "recipe_nonconformities": loaded.recipe.nonconformities(), "suite": entry.expected_suite(),
-            "expected_datasets": expected,
+            "expected_datasets": expected, **replicate_columns(entry.model),
         })
     return pd.DataFrame(rows)
 

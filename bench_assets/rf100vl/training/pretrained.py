@@ -42,7 +42,8 @@ def pretrained_root(home: Path) -> Path:
 
 
 def model_dir(home: Path, model_key: str) -> Path:
-    return pretrained_root(home) / model_key
+    """`pretrained/<model>/`; a replicate (`yolo9-t@seed1`) starts from the weights of the model it repeats."""
+    return pretrained_root(home) / parse_model(model_key).base
 
 
 def weights_path(home: Path, model_key: str) -> Path:
@@ -123,7 +124,7 @@ def import_weights(home: Path, model_key: str, path: Path, *, name: str | None =
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(dest)
-    lock = {"model": model_key, "family": model.family, "size": model.size, "name": name or path.name,
+    lock = {"model": model.base, "family": model.family, "size": model.size, "name": name or path.name,
             "sha256": inspection["sha256"], "bytes": inspection["bytes"], "params": inspection["file_params"],
             "source": source or {"kind": "file", "path": str(path)},
             "loaded_tensors": inspection["loaded_tensors"], "model_tensors": inspection["model_tensors"],

@@ -13,7 +13,8 @@ from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 from bench_assets.rf100vl.training.recipes import LoadedRecipe
 from bench_assets.rf100vl.training.run_store import last_weights, stats_path, status_path
 
-MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9_]*)-(?P<size>[a-z0-9]+)$")
+# family-size, and for a replicate (the same model trained again with another seed) family-size@seedN, N >= 1.
+MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9_]*)-(?P<size>[a-z0-9]+)(?:@seed(?P<seed>[1-9][0-9]{0,5}))?$")
 Variant = Literal["standard", "oom_fallback", "dense_fallback"]
 AMP_DTYPES = {"fp32": None, "bf16": "bfloat16", "fp16": "float16"}
 
@@ -22,17 +23,34 @@ AMP_DTYPES = {"fp32": None, "bf16": "bfloat16", "fp16": "float16"}
 class ModelKey:
     family: str
     size: str
+    seed: int | None = None  # a replicate's seed; None: the model itself (the recipe's seed, 0)
 
     @property
     def key(self) -> str:
+        return self.base + (f"@seed{self.seed}" if self.seed is not None else "")
+
+    @property
+    def base(self) -> str:
+        """The model a replicate repeats (the key itself for a model): its weights, recipe and leaderboard row."""
         return f"{self.family}-{self.size}"
 
 
 def parse_model(key: str) -> ModelKey:
     m = MODEL_RE.match(key)
     if not m:
-        raise ValueError(f"model key {key!r} is not family-size (e.g. yolo9-t, yolox-n, dfine-n)")
-    return ModelKey(m["family"], m["size"])
+        raise ValueError(f"model key {key!r} is not family-size (e.g. yolo9-t, yolox-n, dfine-n) or a replicate "
+                         f"family-size@seedN (e.g. yolo9-t@seed1)")
+    return ModelKey(m["family"], m["size"], int(m["seed"]) if m["seed"] else None)
+
+
+def replicate_key(model: str, seed: int) -> str:
+    """The model key of `model`'s replicate trained with `seed` (>= 1; seed 0 is the model itself)."""
+    base = parse_model(model)
+    if base.seed is not None:
+        raise ValueError(f"{model!r} is already a replicate; name the model itself")
+    if seed < 1:
+        raise ValueError("a replicate's seed is >= 1 (seed 0 is the model itself)")
+    return ModelKey(base.family, base.size, seed).key
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,9 @@ def plan_run(req: TrainRequest, variant: RunVariant) -> tuple[dict[str, Any], st
         imgsz=size.imgsz, precision=precision, max_det=500, eval_max_det=500)
     if req.init_weights is not None:  # a run from scratch keeps the signature it always had
         fields["init_weights_sha256"] = req.init_weights["sha256"]
+    seed = r.protocol.seed if req.model.seed is None else req.model.seed
+    if req.model.seed is not None:  # a replicate: the seed is in its signature; the model's runs keep theirs
+        fields["seed"] = seed
     signature = run_signature(fields)
     run_dir = run_store.signature_dir(req.runs_dir, req.model.key, req.dataset.name, signature)
     spec = TrainSpec(
@@ -106,7 +109,7 @@ def plan_run(req: TrainRequest, variant: RunVariant) -> tuple[dict[str, Any], st
         class_names=req.dataset.manifest["classes"], dataset_dir=str(req.dataset.path), run_dir=str(run_dir),
         epochs=epochs, imgsz=size.imgsz, physical_batch=variant.physical_batch,
         effective_batch=variant.effective_batch, lr0=size.lr0, device=req.device, workers=req.workers,
-        seed=r.protocol.seed, eval_interval=r.protocol.eval_interval, patience=r.protocol.patience,
+        seed=seed, eval_interval=r.protocol.eval_interval, patience=r.protocol.patience,
         ema=r.protocol.ema, precision=precision, cuda_graph=r.protocol.cuda_graph and req.device != "cpu",
         cache=r.protocol.cache, max_det=500, eval_max_det=500,
         train_overrides={k: v for k, v in r.train.items() if k != "workers"}, fault=req.fault or {},
@@ -132,7 +135,8 @@ def _stats(req: TrainRequest, fields: dict[str, Any], signature: str, variant: R
         "dataset": req.dataset.name, "dataset_version": req.dataset.version, "model": req.model.key,
         "family": req.model.family, "variant": req.model.size, "run_variant": variant.name,
         "capabilities": {"libreyolo": _version("libreyolo"), "torch": _version("torch")},
-        "seed": req.recipe.recipe.protocol.seed,
+        "seed": req.recipe.recipe.protocol.seed if req.model.seed is None else req.model.seed,
+        "base_model": req.model.base,
         "precision": fields["precision"],
         # The run's conformance: the recipe's, and whether the run started from the weights the recipe names.
         "recipe": {"file": req.recipe.path, "sha256": req.recipe.sha256,

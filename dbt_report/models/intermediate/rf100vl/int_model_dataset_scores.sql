@@ -8,8 +8,10 @@
 
 with current_test_scores as (
 
+    -- A replicate (model@seedN) is the model trained again with another seed: its scores feed the seed spread
+    -- (rf100vl_seed_spread), never a mean of its own; the model itself (its recipe's seed) is what counts.
     select * from {{ ref('stg_warehouse__scores') }}
-    where is_current and split = 'test'
+    where is_current and split = 'test' and not is_replicate
 
 ),
 

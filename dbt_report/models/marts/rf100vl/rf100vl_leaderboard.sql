@@ -54,6 +54,7 @@ per_model as (
 registered as (
 
     select * from {{ ref('stg_warehouse__models') }}
+    where not is_replicate
 
 ),
 
@@ -68,6 +69,7 @@ family_of_run as (
     -- Family and size of an unregistered model of ours, from its runs.
     select model, any_value(family) as family, any_value(size) as size
     from {{ ref('stg_warehouse__runs') }}
+    where not is_replicate
     group by model
 
 ),

@@ -8,5 +8,8 @@ select
     recipe_conformant,
     recipe_nonconformities,
     suite,
-    expected_datasets
+    expected_datasets,
+    coalesce(base_model, model) as base_model,
+    coalesce(seed, 0) as seed,
+    coalesce(base_model, model) <> model as is_replicate
 from {{ source('warehouse', 'models') }}

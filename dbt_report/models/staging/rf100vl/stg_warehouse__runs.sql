@@ -26,5 +26,8 @@ select
     cast(finished as timestamp) as finished_at,
     run_dir,
     worker,
-    device
+    device,
+    coalesce(base_model, model) as base_model,
+    coalesce(seed, 0) as seed,
+    coalesce(base_model, model) <> model as is_replicate
 from {{ source('warehouse', 'runs') }}

@@ -30,5 +30,8 @@ select
     recipe_sha256,
     run_signature,
     predictions_sha256,
-    path as score_file
+    path as score_file,
+    coalesce(base_model, model) as base_model,
+    coalesce(seed, 0) as seed,
+    coalesce(base_model, model) <> model as is_replicate
 from {{ source('warehouse', 'scores') }}
