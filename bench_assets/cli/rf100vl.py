@@ -290,7 +290,7 @@ def cmd_families(args: argparse.Namespace) -> int:
 
 
 def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, suite: str | None,
-                           datasets: str | None) -> list[str]:
+                           datasets: str | None, pilot: list[str] | None = None) -> list[str]:
     """Register the campaign (defs/partitions.register_campaign), say when its recipe is not protocol-conformant,
     import the datasets not stored yet; the names that have data. ValueError when the recipe starts from pretrained
     weights that are not stored and cannot be acquired: no GPU hour is spent training from scratch by accident."""
@@ -299,7 +299,7 @@ def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, s
     from bench_assets.rf100vl.training.pretrained import read_lock
     from bench_assets.rf100vl.training.runplan import parse_model
 
-    names, loaded = register_campaign(instance, home, model, recipe, suite, datasets)
+    names, loaded = register_campaign(instance, home, model, recipe, suite, datasets, pilot)
     if not loaded.recipe.conformant:
         print(f"bench: recipe {loaded.path} is NOT protocol-conformant ({'; '.join(loaded.recipe.nonconformities())})"
               "; its numbers are marked non-conformant everywhere", file=sys.stderr)
@@ -345,17 +345,16 @@ def _build_submission(instance: Any, model: str) -> int:
 
 def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: str | None = None,
                  recipe: str = "", lanes: int = 0, force: bool = False, replicates: int = 1,
-                 replicate_datasets: str | None = None) -> int:
+                 replicate_datasets: str | None = None, pilot: str | None = None, override_gate: bool = False) -> int:
     """Register, then run `job` for every (dataset, model) partition longest first on the lanes. No `recipe`: the
     model's registered one, else `default` (training/models.registered_recipe). `replicates` K > 1: the model is
-    also trained with seeds 1..K-1 as its own partitions (`model@seedN`) on `replicate_datasets` (default: all)."""
-    from bench_assets.cli.location import load_for_runs
+    also trained with seeds 1..K-1 as its own partitions (`model@seedN`) on `replicate_datasets` (default: all).
+    A pilot (`pilot`, or the one the model was registered with) makes the campaign two waves: the pilot datasets
+    and the kill-and-resume check (`model@resume`) first, then the rest only while the pilot gate is green
+    (report/pilot_gate.py); `override_gate` runs the rest anyway and records that it did."""
     from bench_assets.platform.cluster.layout import load_state
     from bench_assets.platform.cluster.servers import ClusterError, require_servers
-    from bench_assets.platform.cluster_submit import submit, wait
     from bench_assets.platform.instance import open_instance
-    from bench_assets.platform.run_pool import run_all
-    from bench_assets.rf100vl.defs.campaign_runs import longest_first, pool_runs
     from bench_assets.rf100vl.defs.jobs import campaign_job, train_job
     from bench_assets.rf100vl.training.recipes import RecipeError
     from resources.lanes import lanes_from_env
@@ -378,40 +377,123 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
         return fail("refused before the first run:\n  " + "\n  ".join(refusals), 2)
     instance = open_instance(home)
     try:
-        names = _register_for_campaign(instance, home, model, recipe, suite, datasets)
-        partitions = longest_first(home, model, names)
-        for key, rep_names in _register_replicates(instance, home, model, names, replicates, replicate_datasets):
-            partitions += longest_first(home, key, rep_names)
+        names = _register_for_campaign(instance, home, model, recipe, suite, datasets, _pilot_names(pilot))
+        waves = _campaign_waves(instance, home, model, names, replicates, replicate_datasets,
+                                gated=job is campaign_job)
     except (RecipeError, ValueError, KeyError) as exc:
         return fail(str(exc), 2)
-    partitions.sort(key=lambda r: (-r.train_images, r.dataset, r.model))
-    runs = pool_runs(partitions, job, force=force)
     n_lanes = cluster.total_lanes if cluster else len(lanes_from_env())
     where = (f"the cluster's {len(cluster.workers)} worker(s)" if cluster else "this machine")
     seeds = f" ({replicates} seeds)" if replicates > 1 else ""
-    print(f"{job.name}: {len(runs)} partitions of {model}{seeds}, longest first, on {n_lanes} lane(s) of {where}")
-
-    def show(result: Any) -> None:
-        code = report(result.outcome, f"{job.name} {result.run.label}")
-        print(f"  {result.run.label:40s} {'ok' if code == 0 else 'FAILED'}  {result.seconds:7.1f}s", flush=True)
-
-    if cluster:
+    total = sum(len(w) for _, w in waves)
+    print(f"{job.name}: {total} partitions of {model}{seeds}, longest first, on {n_lanes} lane(s) of {where}"
+          + (f"; the pilot wave first ({len(waves[0][1])})" if len(waves) > 1 else ""))
+    failed: list[Any] = []
+    for name, partitions in waves:
+        if name == "rest":
+            gate = _pilot_gate_verdict(instance, home, model, override_gate)
+            if gate:
+                return gate
         try:
-            submitted = submit(cluster, runs)
+            failed += _run_wave(job, instance, home, cluster, partitions, force, n_lanes)
         except ClusterError as exc:
             return fail(str(exc), 1)
-        print(f"  submitted {len(submitted)} run(s) to the cluster (UI http://127.0.0.1:{cluster.webserver_port}); "
-              "waiting for them", flush=True)
-        finished = wait(instance, submitted, on_result=show)
-    else:
-        finished = run_all(runs, workers=n_lanes, home=home, load=load_for_runs, on_result=show)
-    failed = [r for r in finished if not r.outcome.success]
     code = _build_submission(instance, model) if job is campaign_job else 0
     # Training alone leaves the suite unscored: coverage is expected to fail until `bench campaign` evaluates.
     code = load_warehouse(instance, tolerate=("coverage",) if job is train_job else ()) or code
     if failed:
         print(f"bench: {len(failed)} partition(s) failed: {', '.join(r.run.label for r in failed)}", file=sys.stderr)
     return 1 if failed or code else 0
+
+
+def _run_wave(job: Any, instance: Any, home: Path, cluster: Any, partitions: list[Any], force: bool,
+              n_lanes: int) -> list[Any]:
+    """Run `job` for `partitions` (longest first) on this box's lanes or the cluster; the runs that failed."""
+    from bench_assets.cli.location import load_for_runs
+    from bench_assets.platform.cluster_submit import submit, wait
+    from bench_assets.platform.run_pool import run_all
+    from bench_assets.rf100vl.defs.campaign_runs import pool_runs
+
+    runs = pool_runs(sorted(partitions, key=lambda r: (-r.train_images, r.dataset, r.model)), job, force=force)
+
+    def show(result: Any) -> None:
+        code = report(result.outcome, f"{job.name} {result.run.label}")
+        print(f"  {result.run.label:40s} {'ok' if code == 0 else 'FAILED'}  {result.seconds:7.1f}s", flush=True)
+
+    if cluster:
+        submitted = submit(cluster, runs)
+        print(f"  submitted {len(submitted)} run(s) to the cluster (UI http://127.0.0.1:{cluster.webserver_port}); "
+              "waiting for them", flush=True)
+        finished = wait(instance, submitted, on_result=show)
+    else:
+        finished = run_all(runs, workers=n_lanes, home=home, load=load_for_runs, on_result=show)
+    return [r for r in finished if not r.outcome.success]
+
+
+def _pilot_names(pilot: str | None) -> list[str] | None:
+    """The datasets `--pilot` names: a built-in suite or a comma list (None when not given)."""
+    from bench_assets.rf100vl.datasets.catalog import BUILTIN_SUITES, suite_members
+
+    if not pilot:
+        return None
+    return list(suite_members(pilot)) if pilot in BUILTIN_SUITES else [d for d in pilot.split(",") if d]
+
+
+def _campaign_waves(instance: Any, home: Path, model: str, names: list[str], replicates: int,
+                    replicate_datasets: str | None, *, gated: bool) -> list[tuple[str, list[Any]]]:
+    """The partitions to run, as waves: [("all", ...)], or with a registered pilot (`gated`: a campaign that
+    scores) [("pilot", the pilot datasets, their replicates and the kill-and-resume check), ("rest", ...)]."""
+    from bench_assets.rf100vl.defs.campaign_runs import longest_first
+    from bench_assets.rf100vl.defs.partitions import register_campaign
+    from bench_assets.rf100vl.training.models import read_entry, registered_recipe
+    from bench_assets.rf100vl.training.runplan import resume_check_key
+
+    partitions = longest_first(home, model, names)
+    for key, rep_names in _register_replicates(instance, home, model, names, replicates, replicate_datasets):
+        partitions += longest_first(home, key, rep_names)
+    entry = read_entry(home, model)
+    pilot = set(entry.pilot if entry else []) & set(names)
+    if not gated or not pilot:
+        return [("all", partitions)]
+    # The kill-and-resume check runs on the smallest pilot dataset: the cheapest one that still trains all epochs.
+    check = min((r for r in partitions if r.model == model and r.dataset in pilot),
+                key=lambda r: (r.train_images, r.dataset))
+    key = resume_check_key(model)
+    register_campaign(instance, home, key, registered_recipe(home, model), None, check.dataset)
+    first = [r for r in partitions if r.dataset in pilot] + longest_first(home, key, [check.dataset])
+    return [("pilot", first), ("rest", [r for r in partitions if r.dataset not in pilot])]
+
+
+def _pilot_gate_verdict(instance: Any, home: Path, model: str, override: bool) -> int:
+    """After the pilot wave: load the warehouse and judge the pilot gate. 0 to go on (green, or red and overridden:
+    recorded), else the refusal's exit code (3) with each red condition said."""
+    import datetime as dt
+
+    from bench_assets.rf100vl.report.pilot_gate import pilot_gate
+    from bench_assets.rf100vl.training.models import read_entry, record_gate_override
+    from bench_assets.rf100vl.training.runplan import resume_check_key
+    from resources.bench_home import BenchHome
+
+    # The rest is not run yet (coverage) and the gate is judged here, below.
+    load_warehouse(instance, tolerate=("coverage", "pilot_gate"))
+    entry = read_entry(home, model)
+    finding = pilot_gate(BenchHome(root=str(home)).warehouse_path, model, entry.pilot if entry else [],
+                         resume_check_key(model))
+    for row in finding.rows:
+        print(f"  pilot gate {row['name']:9s} {'green' if row['passed'] else 'RED'}: {row['detail']}", flush=True)
+    if finding.passed:
+        print(f"{model}: pilot gate green; the rest of the campaign follows", flush=True)
+        return 0
+    red = [row["name"] for row in finding.rows if not row["passed"]]
+    if override:
+        record_gate_override(home, model, red, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        print(f"bench: {model}: pilot gate red ({', '.join(red)}) and OVERRIDDEN (--override-gate): recorded in its "
+              "registration; the pilot_gate check and the report say so", file=sys.stderr)
+        return 0
+    print(f"bench: {model}: pilot gate red ({', '.join(red)}): the rest of the campaign is not started. Fix what is "
+          "red and run the same command again (finished partitions are reused), or pass --override-gate to run it "
+          "anyway (recorded and reported)", file=sys.stderr)
+    return 3
 
 
 def _campaign_preflight(home: Path, model: str, recipe: str, suite: str | None, datasets: str | None,
@@ -437,7 +519,8 @@ def _campaign_preflight(home: Path, model: str, recipe: str, suite: str | None, 
 def _campaign(args: argparse.Namespace, job: Any) -> int:
     return run_campaign(job, args.model, suite=args.suite, datasets=args.datasets, recipe=args.recipe,
                         lanes=args.lanes, force=args.force, replicates=args.replicates,
-                        replicate_datasets=args.replicate_datasets)
+                        replicate_datasets=args.replicate_datasets, pilot=args.pilot,
+                        override_gate=args.override_gate)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -660,6 +743,10 @@ def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
                        help="K seeds per chosen dataset, the model's own (seed 0) included: seeds 1..K-1 train as "
                             "partitions MODEL@seedN (docs/campaigns.md)")
         c.add_argument("--replicate-datasets", help="comma-separated datasets to replicate (default: all of them)")
+        c.add_argument("--pilot", help="the first wave (a suite such as rf20vl, or comma-separated datasets): the "
+                                       "rest runs only while the pilot gate is green (docs/campaigns.md)")
+        c.add_argument("--override-gate", action="store_true",
+                       help="run the rest although the pilot gate is red: recorded, and the report says so")
         c.set_defaults(fn=fn)
     pl = sub.add_parser("plan", help="predict a campaign's makespan and finish time on N GPUs; suggest jobs per GPU")
     pl.add_argument("--model", required=True)

@@ -82,3 +82,54 @@ def test_replicates_train_as_their_own_partitions_and_the_report_shows_the_sprea
         "yolo9-t"]
     page = next((home / "report").rglob("report.md")).read_text()
     assert "## Seed spread" in page and "| yolo9-t | mini-tiny | 2 |" in page
+
+
+def _plant(home: Path, model: str, dataset: str, delta: float) -> float:
+    """Shift the current test score file of (model, dataset) by `delta` (the planted defect); the new value."""
+    from bench_assets.rf100vl.scoring.eval_store import current_score_pointer, score_path
+
+    fp = current_score_pointer(home, model, dataset).read_text().strip()
+    path = score_path(home, model, dataset, fp)
+    rec = json.loads(path.read_text())
+    rec["metrics"]["mAP50_95"] += delta
+    path.write_text(json.dumps(rec))
+    return rec["metrics"]["mAP50_95"]
+
+
+def test_a_pilot_wave_its_kill_and_resume_check_and_the_gate(tmp_path_factory: pytest.TempPathFactory,
+                                                             tmp_path: Path) -> None:
+    """Pilot mini-tiny, then mini-large. The platform adds yolo9-t@resume on mini-tiny: killed after epoch 1 of 3
+    and resumed in a fresh process, it scores what the uninterrupted run scored, so the gate is green and the rest
+    follows. With the check's score planted 2 points off, the gate is red, the rest is not started (exit 3);
+    --override-gate runs it, and the registration and the pilot_gate check say so."""
+    folder = private_copy(one_box_campaign(tmp_path_factory), tmp_path / "campaign")
+    home = folder / "home"
+    argv = ("campaign", "--model", "yolo9-t", "--datasets", ",".join(CLUSTER_DATASETS), "--recipe",
+            str(folder / "recipe.json"))
+    r = bench_in_process(*argv, "--pilot", "mini-tiny", home=home)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "the pilot wave first (2)" in r.stdout
+    check = _stats(home, "yolo9-t@resume", "mini-tiny")
+    assert check["resumed"] is True and check["resumed_from_epoch"] == 2 and check["signature_fields"]["resume_check"]
+    assert check["seed"] == _stats(home, "yolo9-t", "mini-tiny")["seed"] == 0
+    for cond in ("complete", "resume", "sizes", "selection"):
+        assert f"pilot gate {cond:9s} green" in r.stdout, r.stdout
+    assert "|diff| 0.0000 within the noise" in r.stdout  # the resume reproduces the uninterrupted run bit for bit
+    gate_line = r.stdout.index("pilot gate green")
+    assert "mini-large|yolo9-t" in r.stdout[gate_line:]  # the rest ran after the gate
+
+    planted = _plant(home, "yolo9-t@resume", "mini-tiny", 0.02)
+    red = bench_in_process(*argv, home=home)  # the pilot is remembered from the registration
+    assert red.returncode == 3, red.stdout[-3000:] + red.stderr[-3000:]
+    assert "pilot gate resume    RED" in red.stdout and f"killed and resumed {planted:.4f}" in red.stdout
+    assert "pilot gate red (resume): the rest of the campaign is not started" in red.stderr
+    assert "mini-large|yolo9-t" not in red.stdout[red.stdout.index("pilot gate"):]
+
+    over = bench_in_process(*argv, "--override-gate", home=home)
+    assert over.returncode == 0, over.stdout[-3000:] + over.stderr[-3000:]
+    assert "OVERRIDDEN (--override-gate)" in over.stderr and "mini-large|yolo9-t" in over.stdout
+    entry = json.loads((home / "models" / "yolo9-t.json").read_text())
+    assert entry["pilot"] == ["mini-tiny"] and [o["red"] for o in entry["gate_overrides"]] == [["resume"]]
+    gate = query(home / "warehouse.duckdb", "SELECT pilot, gate_override FROM models WHERE model = 'yolo9-t'")[0]
+    assert list(gate["pilot"]) == ["mini-tiny"] and json.loads(gate["gate_override"])["red"] == ["resume"]
+    assert "pilot_gate" in over.stderr and "OVERRIDDEN" in over.stderr  # the check's warning, said by the load

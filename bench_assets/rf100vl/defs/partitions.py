@@ -220,14 +220,18 @@ def campaign_datasets(suite: str | None, datasets: str | None) -> list[str]:
 
 
 def register_campaign(instance: dg.DagsterInstance, home: Path, model: str, recipe: str, suite: str | None,
-                      datasets: str | None) -> tuple[list[str], LoadedRecipe]:
+                      datasets: str | None, pilot: list[str] | None = None) -> tuple[list[str], LoadedRecipe]:
     """Validate and record the model with its recipe (none named: its registered one, else `default`), record the
     mini suite's sources, and register the dataset and model partitions. (names, the recipe loaded)."""
     from bench_assets.rf100vl.datasets.sources import SourceSpec, register
     from bench_assets.rf100vl.training.models import register_model, registered_recipe
 
     names = campaign_datasets(suite, datasets)
-    _, loaded = register_model(home, model, recipe or registered_recipe(home, model), suite=suite, datasets=names)
+    outside = sorted(set(pilot or []) - set(names))
+    if outside:
+        raise ValueError(f"--pilot names datasets outside the campaign: {', '.join(outside)}")
+    _, loaded = register_model(home, model, recipe or registered_recipe(home, model), suite=suite, datasets=names,
+                               pilot=pilot)
     if suite == "mini":
         for n in names:
             register(home / "sources", n, SourceSpec(kind="mini", suites=["mini"]))

@@ -79,5 +79,14 @@ def provenance(home: BenchHome) -> dg.AssetCheckResult:
     return check_result(cc.provenance(home.warehouse_path, home.path / "cache" / "provenance_sha256.json"))
 
 
+@_check("pilot_gate", "Each campaign with a pilot may graduate to the rest: every pilot dataset scored, the "
+                      "kill-and-resume check within the replicate noise, adjacent sizes in order and within the "
+                      "family rule, selection vs test within tolerance (WARN once overridden).")
+def pilot_gate(config: AdjacentSizeConfig, home: BenchHome) -> dg.AssetCheckResult:
+    from bench_assets.rf100vl.report.pilot_gate import pilot_gates
+
+    return check_result(pilot_gates(home.warehouse_path, max_gap=config.max_gap))
+
+
 warehouse_checks = [selection_vs_test, adjacent_size_gap, coverage, protocol_conformance, scoring_integrity,
-                   provenance]
+                    provenance, pilot_gate]

@@ -62,10 +62,10 @@ def selection_vs_test(warehouse: Path, tolerance: float = 0.10) -> Finding:
                    {"judged": judged, "tolerance": tolerance})
 
 
-def adjacent_size_gap(warehouse: Path, max_gap: float = 0.10) -> Finding:
-    """Neighbouring registered sizes of one family (by the recipe's size order), compared on the datasets
-    both scored: a mean gap beyond `max_gap` is a bug report, not a result (healthy: ~3 points)."""
-    pairs = query(warehouse, f"""
+def adjacent_size_pairs(warehouse: Path) -> list[dict[str, Any]]:
+    """Every pair of neighbouring registered sizes of one family (replicates aside) with their mean mAP50-95 on the
+    datasets both scored and the gap (larger - smaller; negative: the larger size scores lower, an inversion)."""
+    return query(warehouse, f"""
         WITH m AS (
             SELECT model, family, size_rank,
                    lead(model) OVER (PARTITION BY family ORDER BY size_rank) AS next_model
@@ -77,6 +77,12 @@ def adjacent_size_gap(warehouse: Path, max_gap: float = 0.10) -> Finding:
         FROM m JOIN cur a ON a.model = m.model JOIN cur b ON b.model = m.next_model AND b.dataset = a.dataset
         WHERE m.next_model IS NOT NULL
         GROUP BY ALL ORDER BY abs(gap) DESC, family, smaller""")
+
+
+def adjacent_size_gap(warehouse: Path, max_gap: float = 0.10) -> Finding:
+    """Neighbouring registered sizes of one family (by the recipe's size order), compared on the datasets
+    both scored: a mean gap beyond `max_gap` is a bug report, not a result (healthy: ~3 points)."""
+    pairs = adjacent_size_pairs(warehouse)
     bad = [p for p in pairs if abs(p["gap"]) > max_gap]
     facts = {"pairs": len(pairs), "max_gap": max_gap}
     if bad:

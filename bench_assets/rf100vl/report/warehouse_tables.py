@@ -91,6 +91,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "recipe_file": "VARCHAR", "recipe_sha256": "VARCHAR", "recipe_conformant": "BOOLEAN",
         "recipe_nonconformities": "VARCHAR[]", "suite": "VARCHAR", "expected_datasets": "BIGINT",
         "base_model": "VARCHAR", "seed": "BIGINT",
+        "pilot": "VARCHAR[]",  # the campaign's first wave (empty: no pilot declared)
+        "gate_override": "VARCHAR",  # the last `--override-gate` (JSON: at, red conditions); NULL: never
     },
     # Published RF100-VL mAP50-95 of other detectors (vendored CSV), for the comparison mart; with the LibreYOLO
     # family the published name stands for (NULL when LibreYOLO has none) and the size's place in its family.
@@ -185,7 +187,7 @@ def replicate_columns(model: str, recorded_seed: int | None = None) -> dict[str,
     except ValueError:
         return {"base_model": model, "seed": 0 if recorded_seed is None else recorded_seed}
     seed = key.seed if key.seed is not None else (0 if recorded_seed is None else recorded_seed)
-    return {"base_model": key.base, "seed": seed}
+    return {"base_model": key.base, "seed": seed}  # model@resume: the model's own seed (its kill-and-resume check)
 
 
 def _run_rows(home: Path) -> pd.DataFrame:
@@ -328,7 +330,8 @@ def _model_rows(home: Path) -> pd.DataFrame:
             "recipe_file": loaded.path,
             "recipe_sha256": loaded.sha256, "recipe_conformant": loaded.recipe.conformant,
             "recipe_nonconformities": loaded.recipe.nonconformities(), "suite": entry.expected_suite(),
-            "expected_datasets": expected, **replicate_columns(entry.model),
+            "expected_datasets": expected, **replicate_columns(entry.model), "pilot": entry.pilot,
+            "gate_override": json.dumps(entry.gate_overrides[-1]) if entry.gate_overrides else None,
         })
     return pd.DataFrame(rows)
 

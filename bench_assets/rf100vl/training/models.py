@@ -32,6 +32,8 @@ class ModelEntry(BaseModel):
     recipe: str = "default"  # "default", "smoke", or a path to a recipe JSON
     suite: str | None = None  # the suite the model's campaign targets (coverage is judged against it)
     datasets: list[str] = []  # the explicit dataset list of a campaign started without a suite
+    pilot: list[str] = []  # the campaign's first wave (`--pilot`): the pilot gate must be green before the rest
+    gate_overrides: list[dict[str, Any]] = []  # each `--override-gate`: when, and the conditions that were red
 
     def expected_suite(self) -> str:
         """The suite name coverage is judged against: the campaign's suite, or the model's own list."""
@@ -43,9 +45,10 @@ def models_dir(home: Path) -> Path:
 
 
 def register_model(home: Path, key: str, recipe: str = "default", suite: str | None = None,
-                   datasets: list[str] | None = None) -> tuple[ModelKey, LoadedRecipe]:
+                   datasets: list[str] | None = None, pilot: list[str] | None = None) -> tuple[ModelKey, LoadedRecipe]:
     """Validate the key and its recipe (a bad recipe fails here, before anything is queued) and record it
-    with the suite (or dataset list) its campaign targets."""
+    with the suite (or dataset list) its campaign targets. A pilot, once declared, and every gate override stay
+    recorded when the model is registered again without one."""
     model = parse_model(key)
     check_trainable(model.family, model.size)  # LibreYOLO's reason, before a recipe is looked for
     loaded = load_recipe(recipe_path(model.family, recipe))
@@ -53,10 +56,21 @@ def register_model(home: Path, key: str, recipe: str = "default", suite: str | N
     if loaded.recipe.family != model.family:
         raise RecipeError(f"{loaded.path}: recipe is for family {loaded.recipe.family!r}, not {model.family!r}")
     require_trainable(loaded)
-    atomic_write_json(models_dir(home) / f"{key}.json", ModelEntry(model=key, recipe=recipe, suite=suite,
-                                                                     datasets=[] if suite else datasets or []
-                                                                     ).model_dump())
+    before = read_entry(home, key)
+    entry = ModelEntry(model=key, recipe=recipe, suite=suite, datasets=[] if suite else datasets or [],
+                       pilot=pilot if pilot is not None else (before.pilot if before else []),
+                       gate_overrides=before.gate_overrides if before else [])
+    atomic_write_json(models_dir(home) / f"{key}.json", entry.model_dump())
     return model, loaded
+
+
+def record_gate_override(home: Path, key: str, red: list[str], at: str) -> None:
+    """Record that the pilot gate of `key` was overridden at `at` while `red` conditions failed."""
+    entry = read_entry(home, key)
+    if entry is None:
+        raise ValueError(f"{key} is not registered")
+    entry.gate_overrides.append({"at": at, "red": red})
+    atomic_write_json(models_dir(home) / f"{key}.json", entry.model_dump())
 
 
 def read_entry(home: Path, key: str) -> ModelEntry | None:

@@ -13,8 +13,11 @@ from bench_assets.platform.fsutil import canonical_json_sha256, sha256_file
 from bench_assets.rf100vl.training.recipes import LoadedRecipe
 from bench_assets.rf100vl.training.run_store import last_weights, stats_path, status_path
 
-# family-size, and for a replicate (the same model trained again with another seed) family-size@seedN, N >= 1.
-MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9_]*)-(?P<size>[a-z0-9]+)(?:@seed(?P<seed>[1-9][0-9]{0,5}))?$")
+# family-size; a replicate, the same model trained again, is family-size@seedN (N >= 1: another seed) or
+# family-size@resume (the pilot's kill-and-resume check: the model's own seed, interrupted once and resumed).
+MODEL_RE = re.compile(r"^(?P<family>[a-z][a-z0-9_]*)-(?P<size>[a-z0-9]+)"
+                      r"(?:@(?:seed(?P<seed>[1-9][0-9]{0,5})|(?P<resume>resume)))?$")
+RESUME_SUFFIX = "@resume"
 Variant = Literal["standard", "oom_fallback", "dense_fallback"]
 AMP_DTYPES = {"fp32": None, "bf16": "bfloat16", "fp16": "float16"}
 
@@ -24,9 +27,12 @@ class ModelKey:
     family: str
     size: str
     seed: int | None = None  # a replicate's seed; None: the model itself (the recipe's seed, 0)
+    resume_check: bool = False  # family-size@resume: the model's own seed, interrupted once and resumed
 
     @property
     def key(self) -> str:
+        if self.resume_check:
+            return self.base + RESUME_SUFFIX
         return self.base + (f"@seed{self.seed}" if self.seed is not None else "")
 
     @property
@@ -39,18 +45,26 @@ def parse_model(key: str) -> ModelKey:
     m = MODEL_RE.match(key)
     if not m:
         raise ValueError(f"model key {key!r} is not family-size (e.g. yolo9-t, yolox-n, dfine-n) or a replicate "
-                         f"family-size@seedN (e.g. yolo9-t@seed1)")
-    return ModelKey(m["family"], m["size"], int(m["seed"]) if m["seed"] else None)
+                         f"family-size@seedN (e.g. yolo9-t@seed1) or family-size@resume")
+    return ModelKey(m["family"], m["size"], int(m["seed"]) if m["seed"] else None, bool(m["resume"]))
 
 
 def replicate_key(model: str, seed: int) -> str:
     """The model key of `model`'s replicate trained with `seed` (>= 1; seed 0 is the model itself)."""
     base = parse_model(model)
-    if base.seed is not None:
+    if base.key != base.base:
         raise ValueError(f"{model!r} is already a replicate; name the model itself")
     if seed < 1:
         raise ValueError("a replicate's seed is >= 1 (seed 0 is the model itself)")
     return ModelKey(base.family, base.size, seed).key
+
+
+def resume_check_key(model: str) -> str:
+    """The key of `model`'s kill-and-resume check (the pilot gate's replicate)."""
+    base = parse_model(model)
+    if base.key != base.base:
+        raise ValueError(f"{model!r} is already a replicate; name the model itself")
+    return ModelKey(base.family, base.size, resume_check=True).key
 
 
 @dataclass(frozen=True)

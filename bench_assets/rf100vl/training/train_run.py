@@ -31,7 +31,7 @@ from bench_assets.rf100vl.training.runplan import (
     signature_fields,
     variant_sequence,
 )
-from bench_assets.rf100vl.training.specs import EXIT_DONE, EXIT_OOM, TrainResult, TrainSpec
+from bench_assets.rf100vl.training.specs import EXIT_DONE, EXIT_KILLED, EXIT_OOM, TrainResult, TrainSpec
 
 
 class Launched(Protocol):
@@ -102,6 +102,8 @@ def plan_run(req: TrainRequest, variant: RunVariant) -> tuple[dict[str, Any], st
     seed = r.protocol.seed if req.model.seed is None else req.model.seed
     if req.model.seed is not None:  # a replicate: the seed is in its signature; the model's runs keep theirs
         fields["seed"] = seed
+    if req.model.resume_check:  # the pilot's kill-and-resume check: the model's own run, interrupted once
+        fields["resume_check"] = True
     signature = run_signature(fields)
     run_dir = run_store.signature_dir(req.runs_dir, req.model.key, req.dataset.name, signature)
     spec = TrainSpec(
@@ -212,6 +214,26 @@ def _record_start(req: TrainRequest, run_dir: Path, spec: TrainSpec, fields: dic
     return started
 
 
+def _interrupt_once(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec], Launched], run_dir: Path,
+                    spec: TrainSpec, fields: dict[str, Any], signature: str, variant: RunVariant,
+                    log: Callable[[str], None]) -> None:
+    """The first half of a kill-and-resume check (`model@resume`): the child ends like a SIGKILL once epoch
+    epochs // 2 is written (its process exits 137); the caller then resumes it from last.pt in a fresh process."""
+    if spec.epochs < 2:
+        raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: a kill-and-resume check needs at least 2 epochs, "
+                             f"the recipe has {spec.epochs}")
+    stop = spec.epochs // 2
+    cut = spec.model_copy(update={"fault": spec.fault.model_copy(update={"exit_after_epoch": stop})})
+    _record_start(req, run_dir, cut, fields, signature, variant, log)
+    outcome = launch(run_store.spec_path(run_dir), run_dir, cut)
+    if outcome.returncode != EXIT_KILLED:
+        _status(run_dir, signature, "failed", returncode=outcome.returncode)
+        raise TrainingFailed(f"{req.model.key}/{req.dataset.name}: the kill-and-resume check's first process ended "
+                             f"with exit {outcome.returncode}, not killed after epoch {stop}")
+    log(f"{req.model.key}/{req.dataset.name}: killed after epoch {stop}/{spec.epochs} (exit {EXIT_KILLED}); "
+        "resuming from last.pt in a fresh process")
+
+
 def _launch_variant(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec], Launched], run_dir: Path,
                     spec: TrainSpec, signature: str, variant: RunVariant, fallback: RunVariant | None,
                     log: Callable[[str], None]) -> TrainResult | None:
@@ -270,6 +292,9 @@ def train_partition(req: TrainRequest, launch: Callable[[Path, Path, TrainSpec],
         if state == "corrupt":
             _set_aside_corrupt_run(run_dir, signature, log)
         resume = state == "resumable" and not req.force
+        if req.model.resume_check and not resume:
+            _interrupt_once(req, launch, run_dir, spec, fields, signature, variant, log)
+            resume = True
         spec = spec.model_copy(update={"resume": resume})
         started = _record_start(req, run_dir, spec, fields, signature, variant, log)
         tried.append(variant.name)
