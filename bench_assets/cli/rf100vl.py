@@ -313,29 +313,6 @@ def _register_for_campaign(instance: Any, home: Path, model: str, recipe: str, s
     return [n for n in names if n not in failed]
 
 
-def _register_replicates(instance: Any, home: Path, model: str, names: list[str], replicates: int,
-                         replicate_datasets: str | None) -> list[tuple[str, list[str]]]:
-    """Register `model@seed1` .. `model@seed{K-1}` with the model's recipe on the chosen datasets (each its own
-    model partition: the seed is in its key and its run signature); [(key, datasets)]."""
-    from bench_assets.rf100vl.defs.partitions import register_campaign
-    from bench_assets.rf100vl.training.models import registered_recipe
-    from bench_assets.rf100vl.training.runplan import replicate_key
-
-    if replicates <= 1:
-        return []
-    chosen = [d for d in (replicate_datasets or "").split(",") if d] or names
-    outside = sorted(set(chosen) - set(names))
-    if outside:
-        raise ValueError(f"--replicate-datasets names datasets outside the campaign (or without data): "
-                         f"{', '.join(outside)}")
-    out = []
-    for seed in range(1, replicates):
-        key = replicate_key(model, seed)
-        rep_names, _ = register_campaign(instance, home, key, registered_recipe(home, model), None, ",".join(chosen))
-        out.append((key, rep_names))
-    return out
-
-
 def _build_submission(instance: Any, model: str) -> int:
     from bench_assets.cli.location import run_job
     from bench_assets.rf100vl.defs.jobs import submission_job
@@ -355,6 +332,7 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
     from bench_assets.platform.cluster.layout import load_state
     from bench_assets.platform.cluster.servers import ClusterError, require_servers
     from bench_assets.platform.instance import open_instance
+    from bench_assets.rf100vl.defs.campaign_runs import campaign_waves
     from bench_assets.rf100vl.defs.jobs import campaign_job, train_job
     from bench_assets.rf100vl.training.recipes import RecipeError
     from resources.lanes import lanes_from_env
@@ -378,8 +356,8 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
     instance = open_instance(home)
     try:
         names = _register_for_campaign(instance, home, model, recipe, suite, datasets, _pilot_names(pilot))
-        waves = _campaign_waves(instance, home, model, names, replicates, replicate_datasets,
-                                gated=job is campaign_job)
+        waves = campaign_waves(instance, home, model, names, replicates, replicate_datasets,
+                               gated=job is campaign_job)
     except (RecipeError, ValueError, KeyError) as exc:
         return fail(str(exc), 2)
     n_lanes = cluster.total_lanes if cluster else len(lanes_from_env())
@@ -437,31 +415,6 @@ def _pilot_names(pilot: str | None) -> list[str] | None:
     if not pilot:
         return None
     return list(suite_members(pilot)) if pilot in BUILTIN_SUITES else [d for d in pilot.split(",") if d]
-
-
-def _campaign_waves(instance: Any, home: Path, model: str, names: list[str], replicates: int,
-                    replicate_datasets: str | None, *, gated: bool) -> list[tuple[str, list[Any]]]:
-    """The partitions to run, as waves: [("all", ...)], or with a registered pilot (`gated`: a campaign that
-    scores) [("pilot", the pilot datasets, their replicates and the kill-and-resume check), ("rest", ...)]."""
-    from bench_assets.rf100vl.defs.campaign_runs import longest_first
-    from bench_assets.rf100vl.defs.partitions import register_campaign
-    from bench_assets.rf100vl.training.models import read_entry, registered_recipe
-    from bench_assets.rf100vl.training.runplan import resume_check_key
-
-    partitions = longest_first(home, model, names)
-    for key, rep_names in _register_replicates(instance, home, model, names, replicates, replicate_datasets):
-        partitions += longest_first(home, key, rep_names)
-    entry = read_entry(home, model)
-    pilot = set(entry.pilot if entry else []) & set(names)
-    if not gated or not pilot:
-        return [("all", partitions)]
-    # The kill-and-resume check runs on the smallest pilot dataset: the cheapest one that still trains all epochs.
-    check = min((r for r in partitions if r.model == model and r.dataset in pilot),
-                key=lambda r: (r.train_images, r.dataset))
-    key = resume_check_key(model)
-    register_campaign(instance, home, key, registered_recipe(home, model), None, check.dataset)
-    first = [r for r in partitions if r.dataset in pilot] + longest_first(home, key, [check.dataset])
-    return [("pilot", first), ("rest", [r for r in partitions if r.dataset not in pilot])]
 
 
 def _pilot_gate_verdict(instance: Any, home: Path, model: str, override: bool) -> int:
