@@ -20,6 +20,7 @@ from bench_assets.rf100vl.defs.dataset_checks import catalog_checks, dataset_che
 from bench_assets.rf100vl.defs.jobs import JOBS
 from bench_assets.rf100vl.defs.launchpad import gate_warehouse_job, launch_campaign_job, rf100vl_campaign_launcher
 from bench_assets.rf100vl.defs.partition_guard import rf100vl_partition_guard
+from bench_assets.rf100vl.defs.plan_view import campaign_plan
 from bench_assets.rf100vl.defs.prediction_assets import predicted_classes_exist, predictions
 from bench_assets.rf100vl.defs.pretrained_assets import pretrained
 from bench_assets.rf100vl.defs.schedules import (
@@ -36,13 +37,14 @@ from bench_assets.rf100vl.report.warehouse_tables import TABLES
 from resources.gpu_lanes import GpuLanes
 
 defs = dg.Definitions(
-    assets=[catalog, dataset, pretrained, checkpoint, predictions, scores, submission, campaign_status],
+    assets=[catalog, dataset, pretrained, checkpoint, predictions, scores, submission, campaign_status, campaign_plan],
     asset_checks=[*catalog_checks, *dataset_checks, labels_reached_loss, pretrained_weights_loaded, training_finished,
                   predicted_classes_exist, score_well_formed],
     jobs=[*JOBS, launch_campaign_job, gate_warehouse_job],
     sensors=[inbox_sensor, rescore_on_scoring_change, rf100vl_partition_guard, rf100vl_campaign_launcher,
-             dg.AutomationConditionSensorDefinition(  # the campaign view refreshes itself when a score lands
-                 "rf100vl_automation", target=[campaign_status], default_status=dg.DefaultSensorStatus.RUNNING,
+             dg.AutomationConditionSensorDefinition(  # the campaign view and plan refresh when a score lands
+                 "rf100vl_automation", target=[campaign_status, campaign_plan],
+                 default_status=dg.DefaultSensorStatus.RUNNING,
                  minimum_interval_seconds=sensor_interval_s(30))],
     schedules=[rf100vl_backfill, rf100vl_dataset_backfill],
     resources={"lanes": GpuLanes()},

@@ -14,7 +14,8 @@ from bench_assets.platform.automation import SENSOR_INTERVAL_ENV, sensor_interva
 from tests.conftest import REPO
 
 DECLARED = {"rf100vl_partition_guard": 30, "inbox_sensor": 15, "rf100vl_rescore_on_scoring_change": 300,
-            "rf100vl_automation": 30, "augbench_partition_guard": 30, "report_automation": 30}
+            "rf100vl_automation": 30, "augbench_partition_guard": 30, "report_automation": 30,
+            "rf100vl_campaign_launcher": 30}
 # Each environment gets a process of its own that loads the code location, as `dagster` or `bench` would: one
 # interpreter imports Dagster (third-party: nothing of ours is imported, and no environment is read yet), then forks
 # a child per environment, which sets the environment first and only then loads the location (half the cost of a
