@@ -350,7 +350,8 @@ def run_campaign(job: Any, model: str, *, suite: str | None = None, datasets: st
             require_servers(cluster)
     except ClusterError as exc:
         return fail(str(exc), 1)
-    refusals = _campaign_preflight(home, model, recipe, suite, datasets, None if cluster else lanes_from_env())
+    refusals = _campaign_preflight(home, model, recipe, suite, datasets, None if cluster else lanes_from_env(),
+                                   pilot=pilot, replicates=replicates, replicate_datasets=replicate_datasets)
     if refusals:
         return fail("refused before the first run:\n  " + "\n  ".join(refusals), 2)
     instance = open_instance(home)
@@ -450,14 +451,16 @@ def _pilot_gate_verdict(instance: Any, home: Path, model: str, override: bool) -
 
 
 def _campaign_preflight(home: Path, model: str, recipe: str, suite: str | None, datasets: str | None,
-                        lanes: list[Any] | None) -> list[str]:
+                        lanes: list[Any] | None, *, pilot: str | None = None, replicates: int = 1,
+                        replicate_datasets: str | None = None) -> list[str]:
     """The disk projection and the lane memory check (campaign/budget.py) of what is left to run; a recipe or name
     problem is left to the registration, which names it."""
     from bench_assets.rf100vl.campaign.budget import preflight_refusals
     from bench_assets.rf100vl.training.recipes import RecipeError
 
     try:
-        setup = campaign_setup(home, model, recipe, suite, datasets)
+        setup = campaign_setup(home, model, recipe, suite, datasets, pilot, replicates=replicates,
+                               replicate_datasets=replicate_datasets)
     except (RecipeError, ValueError, KeyError):
         return []
     if setup is None:
@@ -517,7 +520,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     home = bench_home_path()
     try:
         setup = campaign_setup(home, args.model, args.recipe, args.suite, args.datasets, args.pilot,
-                               include_done=args.all)
+                               include_done=args.all, replicates=args.replicates,
+                               replicate_datasets=args.replicate_datasets)
     except (ValueError, KeyError) as exc:
         return fail(str(exc), 2)
     if setup is None:
@@ -532,11 +536,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def campaign_setup(home: Path, model: str, recipe_arg: str, suite: str | None, datasets: str | None,
-                   pilot: str | None = None, include_done: bool = False) -> tuple[list[tuple[str, list[str]]], Any,
-                                                                                   Any, int | None] | None:
+                   pilot: str | None = None, include_done: bool = False, replicates: int = 1,
+                   replicate_datasets: str | None = None) -> tuple[list[tuple[str, list[str]]], Any, Any,
+                                                                   int | None] | None:
     """(waves of the datasets still to score, the recipe's size entry, the loaded recipe, the pretrained weights'
     parameter count or None); None when neither a suite nor datasets were named. The pilot (a suite name or
-    a comma list) is wave 1, the rest wave 2."""
+    a comma list) is wave 1 with its kill-and-resume check (its smallest dataset again), the rest wave 2; a
+    replicated dataset is named once per seed."""
     from bench_assets.rf100vl.datasets.catalog import BUILTIN_SUITES, suite_members
     from bench_assets.rf100vl.scoring.eval_store import current_score
     from bench_assets.rf100vl.training.models import model_recipe
@@ -556,6 +562,13 @@ def campaign_setup(home: Path, model: str, recipe_arg: str, suite: str | None, d
         if outside:
             raise ValueError(f"--pilot names datasets outside the campaign: {', '.join(outside)}")
         waves = [("pilot", [n for n in todo if n in first]), ("rest", [n for n in todo if n not in first])]
+    chosen = set([d for d in (replicate_datasets or "").split(",") if d] or names)
+    waves = [(w, ds + [d for d in ds if d in chosen] * (replicates - 1)) for w, ds in waves]
+    if pilot and waves[0][1]:
+        from bench_assets.rf100vl.campaign.cost_model import partition_images
+
+        images = partition_images(home, sorted(set(waves[0][1])))
+        waves[0][1].append(min(images, key=lambda d: (images[d], d)))  # the kill-and-resume check
     lock = read_lock(home, model) or {}
     return waves, size, recipe, lock.get("params")
 
@@ -713,6 +726,8 @@ def _campaign_parsers(sub: argparse._SubParsersAction) -> None:
                     help="slowdown each extra job on a GPU adds (default 0.6, a stated assumption)")
     pl.add_argument("--pilot", help="the first wave: a suite (rf20vl) or comma-separated datasets; the rest follow")
     pl.add_argument("--gpu-hour-price", type=float, default=None, help="USD per GPU-hour (from a live offer): cost")
+    pl.add_argument("--replicates", type=int, default=1, help="seeds per chosen dataset, as bench campaign")
+    pl.add_argument("--replicate-datasets", help="comma-separated datasets to replicate (default: all of them)")
     pl.add_argument("--all", action="store_true", help="plan every partition, also those already scored")
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(fn=cmd_plan)

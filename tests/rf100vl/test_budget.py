@@ -178,11 +178,24 @@ def test_bench_plan_json_answers_four_questions(tmp_path: Path) -> None:
                          "--gpu-hour-price", "2", "--json", home=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert [w["partitions"] for w in doc["makespan"]["per_wave"]] == [20, 80]
+    # The pilot wave: rf20vl and the kill-and-resume check on its smallest dataset (images outside test).
+    assert [w["partitions"] for w in doc["makespan"]["per_wave"]] == [21, 80]
     for key in ("makespan", "disk", "memory", "cost"):
         assert doc[key]["source"], key
-    assert doc["disk"]["parts"]["cache"]["bytes"] == RF100VL_IMAGES * 953_000
+    from bench_assets.rf100vl.datasets.catalog import catalog_entry, suite_members
+
+    pilot = [catalog_entry(n) for n in suite_members("rf20vl")]
+    check = min(pilot, key=lambda e: (e.num_images - e.test_images, e.name))
+    assert doc["disk"]["parts"]["cache"]["bytes"] == (RF100VL_IMAGES + check.num_images) * 953_000
+    assert doc["disk"]["runs"] == 101
     assert doc["cost"]["usd"] == pytest.approx(doc["cost"]["gpu_hours"] * 2, abs=0.02)
+    big = max(pilot, key=lambda e: e.num_images)
+    reps = bench_in_process("plan", "--model", "yolo9-t", "--suite", "rf100vl", "--pilot", "rf20vl", "--gpus", "8",
+                            "--replicates", "3", "--replicate-datasets", big.name, "--json", home=tmp_path)
+    more = json.loads(reps.stdout)
+    assert [w["partitions"] for w in more["makespan"]["per_wave"]] == [23, 80] and more["disk"]["runs"] == 103
+    assert more["disk"]["parts"]["checkpoints"]["bytes"] == pytest.approx(
+        doc["disk"]["parts"]["checkpoints"]["bytes"] * 103 / 101, rel=1e-9)
     bad = bench_in_process("plan", "--model", "yolo9-t", "--suite", "mini", "--pilot", "BIG,nope", home=tmp_path)
     assert bad.returncode == 2 and "--pilot names datasets outside the campaign: BIG, nope" in bad.stderr
 

@@ -23,9 +23,9 @@ from bench_assets.rf100vl.campaign.plan import plan_campaign
 def campaign_budget(home: Path, model: str, waves: list[tuple[str, list[str]]], *, epochs: int, imgsz: int,
                     disk_cache: bool, gpus: int, jobs_per_gpu: int = 0, cpu_lanes: int = 1,
                     sharing_cost: float | None = None, gpu_hour_price: float | None = None,
-                    pretrained_params: int | None = None, runs_per_partition: int = 1,
-                    now: dt.datetime | None = None) -> dict[str, Any]:
-    """The plan of `model` over `waves` ([(name, datasets still to run)], run in order)."""
+                    pretrained_params: int | None = None, now: dt.datetime | None = None) -> dict[str, Any]:
+    """The plan of `model` over `waves` ([(name, datasets still to run)], run in order; a dataset named more than
+    once is trained that many times: replicates, the kill-and-resume check)."""
     now = now or dt.datetime.now().astimezone()
     kind = "gpu" if gpus > 0 else "cpu"
     device_name, device_total = this_device(kind)
@@ -47,9 +47,10 @@ def campaign_budget(home: Path, model: str, waves: list[tuple[str, list[str]]], 
                          "cost_usd": None if gpu_hour_price is None else round(gpu_hours * gpu_hour_price, 2),
                          "cost_source": p["cost_source"]})
     todo = [d for _, ds in waves for d in ds]
-    sizes = dataset_sizes(home, todo)
+    sizes = dataset_sizes(home, sorted(set(todo)))
     ckpt, ckpt_source = checkpoint_figure(home, model, pretrained_params)
-    disk = project_campaign_disk(sizes, runs=runs_per_partition, imgsz=imgsz, cache=disk_cache,
+    runs = {d: todo.count(d) for d in sizes}
+    disk = project_campaign_disk(sizes, runs=runs, imgsz=imgsz, cache=disk_cache,
                                  checkpoint_bytes_per_run=ckpt, checkpoint_source=ckpt_source,
                                  free_bytes=free_space(home))
     disk["source"] = f"free space of {home}; " + "; ".join(f"{k}: {v['source']}" for k, v in disk["parts"].items())
@@ -103,13 +104,15 @@ def plan_text(doc: dict[str, Any]) -> str:
 
 def preflight_refusals(home: Path, model: str, datasets: list[str], *, imgsz: int, disk_cache: bool,
                        lane_devices: list[str] | None, pretrained_params: int | None = None) -> list[str]:
-    """Why a campaign must not start (empty when it may): its disk projection does not fit BENCH_HOME, or the lanes
+    """Why a campaign must not start (empty when it may): its disk projection (a dataset named twice trains twice)
+    does not fit BENCH_HOME, or the lanes
     of this box (`lane_devices`: each lane's device, "cpu" or a GPU id; None on a cluster, whose boxes plan their
     own lanes) need more memory than the measured peak per lane allows."""
     from bench_assets.rf100vl.campaign.disk_plan import disk_refusal
 
     ckpt, ckpt_source = checkpoint_figure(home, model, pretrained_params)
-    disk = project_campaign_disk(dataset_sizes(home, datasets), runs=1, imgsz=imgsz, cache=disk_cache,
+    disk = project_campaign_disk(dataset_sizes(home, sorted(set(datasets))),
+                                 runs={d: datasets.count(d) for d in datasets}, imgsz=imgsz, cache=disk_cache,
                                  checkpoint_bytes_per_run=ckpt, checkpoint_source=ckpt_source,
                                  free_bytes=free_space(home))
     out = [r for r in (disk_refusal(disk, home),) if r]

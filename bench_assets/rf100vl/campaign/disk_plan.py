@@ -93,17 +93,21 @@ def checkpoint_figure(home: Path, model: str, pretrained_params: int | None) -> 
             f"model, {CHECKPOINTS_PER_RUN} per run)")
 
 
-def project_campaign_disk(sizes: Mapping[str, DatasetSize], *, runs: int, imgsz: int, cache: bool,
-                          checkpoint_bytes_per_run: float, checkpoint_source: str, free_bytes: int,
+def project_campaign_disk(sizes: Mapping[str, DatasetSize], *, runs: int | Mapping[str, int], imgsz: int,
+                          cache: bool, checkpoint_bytes_per_run: float, checkpoint_source: str, free_bytes: int,
                           margin_bytes: int = MARGIN_BYTES) -> dict[str, Any]:
-    """The disk the partitions in `sizes` still need, `runs` training runs each (replicates), in bytes per part with
-    its source, against `free_bytes`. `ok` is False when it does not fit."""
+    """The disk the partitions in `sizes` still need, `runs` training runs each (or per dataset: its replicates and
+    checks), in bytes per part with its source, against `free_bytes`. `ok` is False when it does not fit."""
+    def count(name: str) -> int:
+        return runs if isinstance(runs, int) else runs.get(name, 1)
+
     missing = {n: s for n, s in sizes.items() if s.stored_bytes is None}
     per_image = RF100VL_BYTES / RF100VL_IMAGES
     fetch = sum(s.images for s in missing.values()) * per_image
-    images = sum(s.images for s in sizes.values())
-    cache_b = images * cache_bytes_per_image(imgsz) * runs if cache else 0
-    ckpt = checkpoint_bytes_per_run * len(sizes) * runs
+    images = sum(s.images * count(n) for n, s in sizes.items())
+    cache_b = images * cache_bytes_per_image(imgsz) if cache else 0
+    total_runs = sum(count(n) for n in sizes)
+    ckpt = checkpoint_bytes_per_run * total_runs
     needed = fetch + ckpt + cache_b + margin_bytes
     parts = {
         "datasets": {"bytes": round(fetch), "source": (
@@ -113,13 +117,14 @@ def project_campaign_disk(sizes: Mapping[str, DatasetSize], *, runs: int, imgsz:
             f"all {len(sizes)} stored here (already on disk)")},
         "checkpoints": {"bytes": round(ckpt), "source": checkpoint_source},
         "cache": {"bytes": round(cache_b), "source": (
-            f"{images:,} images x {cache_bytes_per_image(imgsz) / 1e3:.0f} KB at {imgsz} px (LibreYOLO's disk cache, "
-            f"measured{'' if imgsz in CACHE_BYTES_PER_IMAGE else ', scaled by pixels'}), kept with each run"
+            f"{images:,} images (every run's) x {cache_bytes_per_image(imgsz) / 1e3:.0f} KB at {imgsz} px "
+            f"(LibreYOLO's disk cache, measured{'' if imgsz in CACHE_BYTES_PER_IMAGE else ', scaled by pixels'}), "
+            "kept with each run"
             if cache else "the recipe does not cache on disk")},
         "margin": {"bytes": margin_bytes, "source": "fixed margin"},
     }
     return {"needed_bytes": round(needed), "free_bytes": free_bytes, "ok": free_bytes >= needed,
-            "partitions": len(sizes), "runs_per_partition": runs, "imgsz": imgsz, "parts": parts}
+            "partitions": len(sizes), "runs": total_runs, "imgsz": imgsz, "parts": parts}
 
 
 def disk_refusal(disk: dict[str, Any], where: Path) -> str | None:

@@ -20,13 +20,26 @@ def suggest(makespans: dict[int, float]) -> int:
     return min(k for k, m in makespans.items() if m <= best * GOOD_ENOUGH)
 
 
+def repeated_images(images: dict[str, int], datasets: list[str]) -> dict[str, int]:
+    """Images per partition when `datasets` names a dataset more than once (its replicates, the kill-and-resume
+    check): each repeat is a partition of its own, `name#1`, `name#2`, ..."""
+    out: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for name in datasets:
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        out[name if k == 0 else f"{name}#{k}"] = images[name]
+    return out
+
+
 def plan_campaign(home: Path, model: str, datasets: list[str], *, epochs: int, gpus: int, jobs_per_gpu: int = 0,
                   cpu_lanes: int = 1, sharing_cost: float | None = None, max_jobs_per_gpu: int | None = None,
                   now: dt.datetime | None = None) -> dict[str, Any]:
     """The makespan for 1-4 jobs per GPU (only those that fit `max_jobs_per_gpu`, the measured memory's limit, when
-    given) or for `cpu_lanes` CPU lanes, and the suggested (or given) jobs per GPU."""
+    given) or for `cpu_lanes` CPU lanes, and the suggested (or given) jobs per GPU. A dataset named twice in
+    `datasets` is trained twice (a replicate)."""
     now = now or dt.datetime.now().astimezone()
-    images = partition_images(home, datasets)
+    images = repeated_images(partition_images(home, sorted(set(datasets))), datasets)
     cost = SHARING_COST if sharing_cost is None else sharing_cost
     options: dict[int, dict[str, Any]] = {}
     if gpus > 0:
