@@ -1,7 +1,8 @@
 """Extract a dataset tar without trusting it.
 
-Refused (the whole archive, before anything is written): absolute member names, names with `..`,
-device files and FIFOs, and links whose target leaves the extraction root. Dropped and counted:
+Refused (the whole archive, before anything is written): a file that is no tar (named for what it is: a zip, an
+image, ...), more than MAX_MEMBERS members, absolute member names, names with `..`, device files and FIFOs, and
+links whose target leaves the extraction root. Dropped and counted:
 macOS junk (`__MACOSX/`, `._*`, `.DS_Store`). Hard links and symlinks that stay inside the root are
 refused too: a detection dataset has no use for them and they complicate every later hash.
 """
@@ -14,9 +15,41 @@ from pathlib import Path, PurePosixPath
 
 from bench_assets.platform.fsutil import ensure_free_space
 
+# More members than this is no dataset archive: RF100-VL's largest dataset has 11,809 images (4x that, plus room).
+MAX_MEMBERS = 50_000
+# What a file that is not a tar is, by its first bytes (a tar itself has no magic at offset 0).
+MAGIC = ((b"PK\x03\x04", "a zip archive"), (b"PK\x05\x06", "an empty zip archive"), (b"7z\xbc\xaf", "a 7-Zip archive"),
+         (b"Rar!", "a RAR archive"), (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+         (b"%PDF", "a PDF document"))
+GIVE_INSTEAD = ("give a tar (.tar, .tar.gz, .tar.bz2 or .tar.xz) of the dataset folder (train/, valid/, test/), or the "
+                "extracted folder itself")
+
 
 class UnsafeArchiveError(ValueError):
     pass
+
+
+def what_file_is(path: Path) -> str:
+    """What a file is by its first bytes, in words ("a zip archive", "JSON text", "empty", "unknown binary data")."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if not head:
+        return "an empty file"
+    for magic, name in MAGIC:
+        if head.startswith(magic):
+            return name
+    if head[:2] == b"\x1f\x8b":
+        return "gzip-compressed data that is not a tar"
+    if head.lstrip()[:1] in (b"{", b"["):
+        return "JSON text"
+    try:
+        head.decode("utf-8")
+        return "plain text"
+    except UnicodeDecodeError:
+        return "unknown binary data"
 
 
 @dataclass
@@ -45,15 +78,32 @@ def _check_member(archive: Path, member: tarfile.TarInfo) -> None:
         raise UnsafeArchiveError(f"{archive}: member {member.name!r} is not a regular file or directory")
 
 
+def _members(archive: Path, tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The archive's members, refused past MAX_MEMBERS (counted from the headers, before anything is written)."""
+    members: list[tarfile.TarInfo] = []
+    try:
+        for m in tar:
+            members.append(m)
+            if len(members) > MAX_MEMBERS:
+                raise UnsafeArchiveError(
+                    f"{archive}: more than {MAX_MEMBERS:,} members; no dataset archive holds that many (RF100-VL's "
+                    "largest dataset has 11,809 images): nothing was extracted; pack only the dataset folder")
+    except tarfile.TarError as exc:
+        raise UnsafeArchiveError(f"{archive}: the tar is damaged after {len(members)} member(s) ({exc}); "
+                                 "re-download or re-pack it") from None
+    return members
+
+
 def safe_extract(archive: Path, dest: Path) -> ExtractionReport:
     """Extract `archive` (any compression tarfile understands) into the existing directory `dest`."""
     report = ExtractionReport()
     try:
         tar = tarfile.open(archive, "r:*")
-    except (tarfile.TarError, OSError) as exc:
-        raise UnsafeArchiveError(f"{archive}: not a readable tar archive ({exc}); re-download or re-pack it") from exc
+    except (tarfile.TarError, OSError):
+        raise UnsafeArchiveError(f"{archive}: not a tar archive: it is {what_file_is(archive)}; {GIVE_INSTEAD}"
+                                 ) from None
     with tar:
-        members = tar.getmembers()
+        members = _members(archive, tar)
         keep: list[tarfile.TarInfo] = []
         for m in members:
             _check_member(archive, m)

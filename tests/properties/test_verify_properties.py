@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -325,13 +324,20 @@ def box_not_positive(ds: Dataset, data: st.DataObject) -> list[Expect]:
 
 
 def box_not_finite(ds: Dataset, data: st.DataObject) -> list[Expect]:
-    """NaN or an infinity in x or y (Python's json writes and reads those tokens); w * h stays the area."""
+    """NaN or an infinity in x or y; w * h stays the area. Written as the tokens Python's json writes (NaN,
+    Infinity) it is refused when the file is read, naming the token (standard JSON has none); written as a number
+    that overflows (1e999, which JSON allows and reads as infinity), the box check names the box."""
     split, ann = _pick_ann(ds, data)
     k = data.draw(st.sampled_from([0, 1]), label="coordinate")
-    ann["bbox"][k] = data.draw(st.sampled_from([math.nan, math.inf, -math.inf]), label="value")
+    token = data.draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "-1e999"]), label="value")
+    ann["bbox"][k] = float(token.replace("Infinity", "inf"))
     ann["area"] = ann["bbox"][2] * ann["bbox"][3]
     ds.write(split)
-    return _json_problem(split, "annotations[].bbox", f"have NaN or infinite coordinates, first: id {ann['id']}")
+    if "e999" in token:
+        path = ds.root / split / ANNOTATIONS_FILE
+        path.write_text(path.read_text().replace("Infinity", "1e999"))  # -Infinity becomes -1e999
+        return _json_problem(split, "annotations[].bbox", f"have NaN or infinite coordinates, first: id {ann['id']}")
+    return _json_problem(split, "json", f"non-standard JSON token {token}")
 
 
 def box_outside_within_tolerance(ds: Dataset, data: st.DataObject) -> list[Expect]:

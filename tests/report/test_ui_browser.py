@@ -43,7 +43,7 @@ LEADERBOARD = "report/rf100vl_leaderboard"
 N_MODELS, N_DATASETS = 4, 6
 REQUIRED_KEYS = ("rf100vl/dataset", "rf100vl/scores", "rf100vl/submission", "report/warehouse")
 # the six campaign checks and augbench's two (they pass vacuously here: no augbench config is registered)
-WAREHOUSE_CHECKS = ("adjacent_size_gap", "augbench_consistency", "augbench_coverage", "coverage",
+WAREHOUSE_CHECKS = ("adjacent_size_gap", "augbench_consistency", "augbench_coverage", "coverage", "pilot_gate",
                     "protocol_conformance", "provenance", "scoring_integrity", "selection_vs_test")
 # The texts Dagster 1.13 shows: the status line under a check's name in the Checks tab list, and the badge
 # next to "Evaluation result" in the check's detail pane.

@@ -634,7 +634,8 @@ def test_a_dataset_is_verified_and_normalised_as_documented(tmp_path: Path) -> N
     assert asdict(v.stats["test"]) == {"images": 1, "annotations": 2, "boxes_per_image_mean": 2.0,
                                        "boxes_per_image_max": 2, "images_without_boxes": 0, "classes_present": 2,
                                        "megapixels_mean": 0.0031, "megapixels_max": 0.0031,
-                                       "image_bytes": (root / "test" / "test.png").stat().st_size}
+                                       "image_bytes": (root / "test" / "test.png").stat().st_size,
+                                       "images_over_max_det": 0}
     assert v.stats["train"].classes_present == 1
     assert v.image_sha256 == {s: {f"{s}.png": hashlib.sha256((root / s / f"{s}.png").read_bytes()).hexdigest()}
                               for s in ("train", "valid", "test")}

@@ -29,6 +29,7 @@ from bench_assets.platform.fsutil import (
     atomic_write_text,
     ensure_free_space,
     free_space,
+    human_bytes,
     place_dir,
     staging_dir,
 )
@@ -40,6 +41,7 @@ from bench_assets.rf100vl.datasets.sources import SourceSpec, fetch
 from bench_assets.rf100vl.datasets.verify import (
     ANNOTATIONS_FILE,
     FILE_NAME_FIX,
+    PROTOCOL_MAX_DET,
     SPLITS,
     DatasetInvalid,
     Problem,
@@ -49,6 +51,7 @@ from bench_assets.rf100vl.datasets.verify import (
 )
 
 MANIFEST_FILE = "dataset.json"
+ROBOFLOW_READMES = ("README.dataset.txt", "README.roboflow.txt")
 PREVIEW_FILE = "preview.jpg"
 CURRENT_FILE = "CURRENT"
 BLOCKED_SUFFIX = ".blocked.json"
@@ -174,8 +177,27 @@ def folder_bytes(spec: SourceSpec) -> int | None:
     return sum(f.stat().st_size for f in Path(spec.path).rglob("*") if f.is_file() and not f.is_symlink())
 
 
+def unreferenced_files(verified: VerifiedDataset, examples: int = 5) -> dict[str, Any]:
+    """The files of the fetched dataset folder that no split references (neither an annotation file nor an image
+    its COCO lists): not stored, so recorded and said ({files, bytes, examples})."""
+    keep = {f"{s}/{ANNOTATIONS_FILE}" for s in SPLITS} | set(ROBOFLOW_READMES)  # the export's own (read into the lock)
+    keep |= {f"{s}/{img['file_name']}" for s in SPLITS for img in verified.coco[s]["images"]}
+    count, size, names = 0, 0, []
+    for path in sorted(verified.root.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(verified.root).as_posix()
+        if rel in keep:
+            continue
+        count += 1
+        size += path.stat().st_size
+        if len(names) < examples:
+            names.append(rel)
+    return {"files": count, "bytes": size, "examples": names}
+
+
 def _manifest(name: str, spec: SourceSpec, verified: VerifiedDataset, lock: dict[str, Any],
-              dropped_junk: list[str]) -> dict[str, Any]:
+              dropped_junk: list[str], dropped: dict[str, Any]) -> dict[str, Any]:
     entry = catalog_entry(name)
     return {
         "dataset": name,
@@ -189,6 +211,7 @@ def _manifest(name: str, spec: SourceSpec, verified: VerifiedDataset, lock: dict
                                                "num_images": entry.num_images},
         "num_classes": len(verified.categories),
         "dropped_junk": dropped_junk,
+        "dropped_unreferenced": dropped,
         **verified.summary(),
     }
 
@@ -207,12 +230,24 @@ def _place(home: Path, name: str, spec: SourceSpec, hf_cache: Path, log: Callabl
             log(f"verifying {fetched.root}")
             verified = verify_dataset(fetched.root, deep=deep)
             needed = sum(st.image_bytes for st in verified.stats.values())
+            over = {s: st.images_over_max_det for s, st in verified.stats.items() if st.images_over_max_det}
+            if over:
+                log(f"{name}: WARNING: " + "; ".join(
+                    f"{s}: {n} of {verified.stats[s].images} image(s) have more than {PROTOCOL_MAX_DET} boxes (max "
+                    f"{verified.stats[s].boxes_per_image_max:,})" for s, n in over.items())
+                    + f": the protocol scores {PROTOCOL_MAX_DET} detections per image, so recall on them stays below 1 "
+                      "whatever the model")
+            dropped = unreferenced_files(verified)
+            if dropped["files"] or fetched.dropped_junk:
+                log(f"{name}: not stored: {dropped['files']} file(s), {human_bytes(dropped['bytes'])}, that no "
+                    f"annotation references (first: {', '.join(dropped['examples'])}); "
+                    f"{len(fetched.dropped_junk)} macOS junk file(s)")
             with staging_dir(datasets_dir / name, "version") as out:
                 _write_canonical(verified, out, move=fetched.owned)
                 lock = build_lock(name, out, spec.describe(), fetched.source_version,
                                   image_ids={s: [i["id"] for i in verified.coco[s]["images"]] for s in SPLITS},
                                   roboflow=fetched.roboflow, hashes=verified.image_sha256)
-                manifest = _manifest(name, spec, verified, lock, fetched.dropped_junk)
+                manifest = _manifest(name, spec, verified, lock, fetched.dropped_junk, dropped)
                 final = datasets_dir / name / lock["version"]
                 created = False
                 if not final.exists():

@@ -25,6 +25,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from bench_assets.rf100vl.datasets.strict_json import StrictJsonError, strict_loads
+
 SPLITS = ("train", "valid", "test")
 ANNOTATIONS_FILE = "_annotations.coco.json"
 BBOX_TOLERANCE_PX = 2.0
@@ -55,6 +57,11 @@ class DatasetInvalid(ValueError):
         super().__init__(f"dataset {root} failed verification with {len(problems)} problem(s):\n{shown}{tail}")
 
 
+# The protocol scores at most this many detections per image (scoring/eval_store.MAX_DET, COCO maxDets 500): an
+# image with more ground-truth boxes can never reach full recall, whatever the model.
+PROTOCOL_MAX_DET = 500
+
+
 @dataclass
 class SplitStats:
     images: int
@@ -66,6 +73,7 @@ class SplitStats:
     megapixels_mean: float
     megapixels_max: float
     image_bytes: int
+    images_over_max_det: int = 0  # images with more boxes than the protocol scores (maxDets, PROTOCOL_MAX_DET)
 
 
 @dataclass
@@ -175,7 +183,11 @@ def _load_json(root: Path, split: str, problems: list[Problem]) -> dict[str, Any
                                 "followed in dataset folders", "copy the real folder/file into the dataset"))
         return None
     try:
-        doc = json.loads(path.read_bytes())
+        doc = strict_loads(path.read_bytes())
+    except StrictJsonError as exc:
+        problems.append(Problem(split, ANNOTATIONS_FILE, "json", str(exc),
+                                "re-export the annotation file (standard JSON: each key once, no NaN or Infinity)"))
+        return None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         problems.append(Problem(split, ANNOTATIONS_FILE, "json", f"unreadable or truncated JSON ({exc})",
                                 "re-download or re-export the annotation file"))
@@ -528,6 +540,7 @@ def _split_stats(checked: dict[str, Any]) -> SplitStats:
         megapixels_mean=round(float(mp.mean()), 4),
         megapixels_max=round(float(mp.max()), 4),
         image_bytes=checked["image_bytes"],
+        images_over_max_det=int((counts > PROTOCOL_MAX_DET).sum()),
     )
 
 

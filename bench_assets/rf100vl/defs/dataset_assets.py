@@ -86,6 +86,8 @@ def dataset_metadata(record: DatasetRecord) -> dict[str, dg.MetadataValue]:
         "splits": dg.MetadataValue.md(_split_table(record)),
         "normalisations": dg.MetadataValue.json(m["normalisations"]),
         "dropped_junk_files": dg.MetadataValue.int(len(m["dropped_junk"])),
+        # versions placed before this was recorded have no entry
+        "dropped_unreferenced": dg.MetadataValue.json(m.get("dropped_unreferenced") or {}),
         "path": dg.MetadataValue.path(str(record.path)),
         "preview": dg.MetadataValue.md(f"![samples with boxes](data:image/jpeg;base64,{preview})"),
     }

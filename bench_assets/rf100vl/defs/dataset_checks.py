@@ -12,7 +12,7 @@ from bench_assets.rf100vl.datasets.catalog import catalog_entry
 from bench_assets.rf100vl.datasets.lock import legacy_lock_note, lock_mismatches
 from bench_assets.rf100vl.datasets.promotion import class_count_problem
 from bench_assets.rf100vl.datasets.store import DatasetRecord, load_record
-from bench_assets.rf100vl.datasets.verify import ANNOTATIONS_FILE, SPLITS
+from bench_assets.rf100vl.datasets.verify import ANNOTATIONS_FILE, PROTOCOL_MAX_DET, SPLITS
 from bench_assets.rf100vl.defs.dataset_assets import catalog, dataset
 from bench_assets.rf100vl.defs.partitions import dataset_partitions
 from bench_assets.rf100vl.scoring import sanity
@@ -182,6 +182,27 @@ def libreyolo_trainconfig(context: dg.AssetCheckExecutionContext) -> dg.AssetChe
         "required_fields": len(PLATFORM_TRAIN_FIELDS)})
 
 
+@dg.asset_check(asset=dataset, partitions_def=dataset_partitions,
+                description="Warning: no image has more ground-truth boxes than the protocol scores (maxDets 500); "
+                            "on such images recall stays below 1 whatever the model.")
+def boxes_within_max_det(context: dg.AssetCheckExecutionContext, home: BenchHome) -> dg.AssetCheckResult:
+    record = _record(home, context.partition_key)
+    if record is None:
+        return _missing(context.partition_key)
+    splits = record.manifest["splits"]
+    over = {s: splits[s].get("images_over_max_det") for s in SPLITS}
+    if any(n is None for n in over.values()):  # placed before the count was recorded: at least one over the max
+        over = {s: int(splits[s]["boxes_per_image_max"] > PROTOCOL_MAX_DET) for s in SPLITS}
+    bad = {s: n for s, n in over.items() if n}
+    text = ("; ".join(f"{s}: {n} of {splits[s]['images']} image(s) over {PROTOCOL_MAX_DET} boxes (max "
+                      f"{splits[s]['boxes_per_image_max']:,})" for s, n in bad.items())
+            + f": the protocol scores {PROTOCOL_MAX_DET} detections per image") if bad else (
+        f"every image has at most {PROTOCOL_MAX_DET} boxes (max "
+        f"{max(splits[s]['boxes_per_image_max'] for s in SPLITS):,})")
+    return dg.AssetCheckResult(passed=not bad, severity=dg.AssetCheckSeverity.WARN, description=text,
+                               metadata={"images_over_max_det": dg.MetadataValue.json(over)})
+
+
 dataset_checks = [lock_matches_files, splits_non_empty, hygiene, class_count_matches_catalog,
-                  ground_truth_scores_perfect, disk_projection]
+                  ground_truth_scores_perfect, disk_projection, boxes_within_max_det]
 catalog_checks = [writable_dirs, libreyolo_trainconfig]

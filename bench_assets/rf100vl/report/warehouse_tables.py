@@ -47,6 +47,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "image_bytes": "BIGINT", "annotations_sha256": "VARCHAR", "image_ids_sha256": "VARCHAR",
         "num_images": "BIGINT", "num_files": "BIGINT", "bytes": "BIGINT",
         "images_sha256": "VARCHAR",  # NULL for a version locked before image hashes (lock format v1)
+        "images_over_max_det": "BIGINT",  # images with more boxes than maxDets 500 (NULL: placed before it was counted)
     },
     "runs": {
         "model": "VARCHAR", "dataset": "VARCHAR", "dataset_version": "VARCHAR", "run_signature": "VARCHAR",
@@ -173,7 +174,7 @@ def _dataset_split_rows(home: Path) -> pd.DataFrame:
         assert rec is not None
         for s in SPLITS:
             rows.append({"dataset": name, "version": version, "split": s, "images_sha256": None,
-                         **rec.manifest["splits"][s], **rec.lock["splits"][s]})
+                         "images_over_max_det": None, **rec.manifest["splits"][s], **rec.lock["splits"][s]})
     return pd.DataFrame(rows)
 
 
