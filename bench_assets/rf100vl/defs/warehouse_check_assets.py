@@ -11,17 +11,19 @@ from pydantic import Field
 from bench_assets.platform.check_results import check_result
 from bench_assets.platform.contribution import WAREHOUSE_KEY
 from bench_assets.rf100vl.report import warehouse_checks as cc
+from bench_assets.rf100vl.report.thresholds import ADJACENT_MAX_GAP, SELECTION_TOLERANCE
 from resources.bench_home import BenchHome
 
 
 class SelectionVsTestConfig(dg.Config):
-    tolerance: float = Field(default=0.10, description="Largest |valid - test| mAP50-95 a partition may show; "
-                             "healthy runs track within noise, the BatchNorm eps bug was 0.40.")
+    tolerance: float = Field(default=SELECTION_TOLERANCE, description="Largest |valid - test| mAP50-95 a partition "
+                             "may show; healthy runs track within noise, the BatchNorm eps bug was 0.40 (the report's "
+                             "valid-vs-test band uses the default).")
 
 
 class AdjacentSizeConfig(dg.Config):
-    max_gap: float = Field(default=0.10, description="Largest gap in mean mAP50-95 between neighbouring model "
-                           "sizes; healthy ~0.03, the bug report was 0.16.")
+    max_gap: float = Field(default=ADJACENT_MAX_GAP, description="Largest gap in mean mAP50-95 between "
+                           "neighbouring model sizes; healthy ~0.03, the bug report was 0.16.")
 
 
 def _check(name: str, description: str):  # noqa: ANN202 - a decorator factory

@@ -42,11 +42,12 @@ from bench_assets.platform.report_pages import (
     write_page,
 )
 from bench_assets.platform.report_pages import number as _num
+from bench_assets.rf100vl.report.thresholds import SELECTION_TOLERANCE
 
 FORMAT_NOTE = ("AP values are COCO AP x100 with one decimal (0.4853 is shown as 48.5); differences are in the same "
                "points; — marks an undefined value (no score).")
 DPI = 100
-NOISE_BAND = 0.05  # drawn around y = x on the valid-vs-test plot; healthy runs sit inside it
+NOISE_BAND = SELECTION_TOLERANCE  # drawn around y = x on the valid-vs-test plot: the selection_vs_test check's
 WEAKEST_PER_MODEL = 5
 GAPS_LISTED = 5
 
@@ -438,7 +439,8 @@ def _valid_vs_test_blocks(data: _ReportData) -> list[Block]:
     outside = sum(_outside_noise(r) for r in all_gaps)
     return [Heading("Selection (valid) vs test"),
             Paragraph(f"{outside} of {len(all_gaps)} (model, dataset) pairs of ours differ by more than "
-                      f"{100 * NOISE_BAND:.0f} points between valid and test (circled on the plot)."),
+                      f"{100 * NOISE_BAND:.0f} points between valid and test (the selection_vs_test check's "
+                      "tolerance; circled on the plot)."),
             Paragraph(f"On a healthy run valid and test AP track within noise; the {len(gaps)} largest gaps "
                       f"(a gap far outside noise is a bug report, not a hard dataset: a BatchNorm mismatch once "
                       f"showed valid 56.6, test 16.2):"),

@@ -23,6 +23,7 @@ from typing import Any
 
 from bench_assets.platform.findings import Finding
 from bench_assets.platform.warehouse import query
+from bench_assets.rf100vl.report.thresholds import ADJACENT_MAX_GAP, SELECTION_TOLERANCE
 from bench_assets.rf100vl.report.warehouse_checks import adjacent_size_pairs, selection_vs_test
 from bench_assets.rf100vl.scoring.eval_store import SPLIT
 
@@ -81,7 +82,7 @@ def resume(warehouse: Path, model: str, resume_model: str) -> Condition:
                                               f"the noise {noise:.4f} ({source})")
 
 
-def sizes(warehouse: Path, model: str, max_gap: float = 0.10) -> Condition:
+def sizes(warehouse: Path, model: str, max_gap: float = ADJACENT_MAX_GAP) -> Condition:
     pairs = [p for p in adjacent_size_pairs(warehouse) if model in (p["smaller"], p["larger"])]
     bad = [p for p in pairs if p["gap"] < 0 or abs(p["gap"]) > max_gap]
     if bad:
@@ -94,7 +95,7 @@ def sizes(warehouse: Path, model: str, max_gap: float = 0.10) -> Condition:
     return Condition("sizes", True, f"{len(pairs)} adjacent-size pair(s) in order, within {max_gap}")
 
 
-def selection(warehouse: Path, model: str, pilot: list[str], tolerance: float = 0.10) -> Condition:
+def selection(warehouse: Path, model: str, pilot: list[str], tolerance: float = SELECTION_TOLERANCE) -> Condition:
     rows = [r for r in selection_vs_test(warehouse, tolerance).rows if r["model"] == model and r["dataset"] in pilot]
     red = [r for r in rows if r["run_recipe_conformant"] is not False]
     listed = "; ".join(f"{r['dataset']} valid {r['valid_mAP50_95']:.4f} test {r['test_mAP50_95']:.4f}"
@@ -107,8 +108,8 @@ def selection(warehouse: Path, model: str, pilot: list[str], tolerance: float = 
     return Condition("selection", True, f"every pilot run has |valid - test| <= {tolerance}")
 
 
-def pilot_gate(warehouse: Path, model: str, pilot: list[str], resume_model: str, *, max_gap: float = 0.10,
-               tolerance: float = 0.10) -> Finding:
+def pilot_gate(warehouse: Path, model: str, pilot: list[str], resume_model: str, *, max_gap: float = ADJACENT_MAX_GAP,
+               tolerance: float = SELECTION_TOLERANCE) -> Finding:
     """The gate of `model`'s pilot: passed only when every condition is; the rows are the conditions."""
     conditions = [complete(warehouse, model, pilot), resume(warehouse, model, resume_model),
                   sizes(warehouse, model, max_gap), selection(warehouse, model, pilot, tolerance)]
@@ -122,7 +123,7 @@ def pilot_gate(warehouse: Path, model: str, pilot: list[str], resume_model: str,
                    {"model": model, "pilot": len(pilot), "red": []})
 
 
-def pilot_gates(warehouse: Path, max_gap: float = 0.10, tolerance: float = 0.10) -> Finding:
+def pilot_gates(warehouse: Path, max_gap: float = ADJACENT_MAX_GAP, tolerance: float = SELECTION_TOLERANCE) -> Finding:
     """Every registered model with a declared pilot, gated. A red gate is an ERROR, or a WARN when the campaign
     recorded an override (`--override-gate`): the override is said, never hidden."""
     import json

@@ -20,6 +20,7 @@ from typing import Any
 from bench_assets.platform.findings import Finding
 from bench_assets.platform.fsutil import sha256_file
 from bench_assets.platform.warehouse import query
+from bench_assets.rf100vl.report.thresholds import ADJACENT_MAX_GAP, SELECTION_TOLERANCE
 from bench_assets.rf100vl.scoring.eval_store import CONF, MAX_DET, NMS_IOU, SPLIT
 
 PARITY_TOL = 1e-6
@@ -40,7 +41,7 @@ def _fmt(rows: list[dict[str, Any]], keys: tuple[str, ...], n: int = 5) -> str:
                      for r in rows[:n]) + (" ..." if len(rows) > n else "")
 
 
-def selection_vs_test(warehouse: Path, tolerance: float = 0.10) -> Finding:
+def selection_vs_test(warehouse: Path, tolerance: float = SELECTION_TOLERANCE) -> Finding:
     """Valid (selection) and test mAP50-95 of a healthy run track within noise; a gap beyond
     `tolerance` means evaluation differs between the two (the BatchNorm-eps bug: 0.566 vs 0.162).
     Gaps only in runs of a non-conformant recipe (the smoke recipe: 20 epochs, a few-image valid and test split)
@@ -79,7 +80,7 @@ def adjacent_size_pairs(warehouse: Path) -> list[dict[str, Any]]:
         GROUP BY ALL ORDER BY abs(gap) DESC, family, smaller""")
 
 
-def adjacent_size_gap(warehouse: Path, max_gap: float = 0.10) -> Finding:
+def adjacent_size_gap(warehouse: Path, max_gap: float = ADJACENT_MAX_GAP) -> Finding:
     """Neighbouring registered sizes of one family (by the recipe's size order), compared on the datasets
     both scored: a mean gap beyond `max_gap` is a bug report, not a result (healthy: ~3 points)."""
     pairs = adjacent_size_pairs(warehouse)

@@ -103,9 +103,10 @@ select
     not_comparable_because,
     leaderboard_rank,
     rank() over (order by mAP50_95 desc) as rank_overall,
-    mAP50_95 - (select max(mAP50_95) from published) as delta_vs_best_published,
+    -- A gap to a published number only where the row is comparable with it (a smoke run's is no result).
+    case when comparable then mAP50_95 - (select max(mAP50_95) from published) end as delta_vs_best_published,
     family_label,
     size_rank,
     published_same_size,
-    mAP50_95 - published_same_size_mAP50_95 as delta_vs_published_same_size
+    case when comparable then mAP50_95 - published_same_size_mAP50_95 end as delta_vs_published_same_size
 from unioned
