@@ -104,6 +104,13 @@ def test_train_predict_score_then_reuse(inst, home: Path, tmp_path_factory) -> N
     sc = _meta(inst, "scores", "mini-tiny")
     assert sc["headline_backend"] == "fast" and sc["parity"]["differing"] == []
     assert 0.0 <= sc["mAP50_95"] <= 1.0
+    # A score traced to its files, as paths: its own, the predictions it scored, the ground truth; the predictions
+    # name the checkpoint they came from, the checkpoint its run, recipe and dataset version.
+    assert json.loads(Path(sc["score_file"]).read_text())["fingerprint"] == sc["fingerprint"]
+    assert sc["predictions_file"] == pred["path"] and Path(sc["ground_truth_file"]).is_file()
+    assert pred["checkpoint"] == ck["best_checkpoint"] and Path(ck["run_dir"], "stats.json").is_file()
+    assert Path(ck["last_checkpoint"]).is_file() and Path(ck["recipe_file"]) == recipe
+    assert ck["dataset_version"].startswith("mini-tiny@")
 
     run_dir = next((home / "runs" / "yolo9-t" / "mini-tiny").glob("*/stats.json")).parent
     stats = json.loads((run_dir / "stats.json").read_text())

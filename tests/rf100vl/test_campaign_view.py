@@ -35,6 +35,9 @@ def test_campaign_status_counts_every_state_and_agrees_with_bench_status(bench_h
     assert rows["syna-t"]["eta_h"] > 0 and rows["syna-t"]["eta_source"]
     md = result.metadata["status"].value
     assert "| syna-t |" in md and "4/6 (67%)" in md and "data:image/png;base64," in md
+    # Which partitions are not done, by state, not only how many.
+    assert f"- **failed** (1): `{names[1]} | syna-t`" in md and f"- **missing** (1): `{names[0]} | syna-t`" in md
+    assert result.metadata["not_done"].value == {f"{names[1]}|syna-t": "failed", f"{names[0]}|syna-t": "missing"}
 
     cli = {m["model"]: m for m in json.loads(bench_in_process("status", "--json", home=bench_home).stdout)}
     for model, row in rows.items():  # the same counts and ETA as the terminal's view
@@ -46,6 +49,11 @@ def test_campaign_status_counts_every_state_and_agrees_with_bench_status(bench_h
 
 def test_campaign_status_is_in_the_location_and_refreshes_after_scores() -> None:
     from definitions import defs
+
+    # bench demo builds both with this job, so the UI shows them without a running daemon.
+    view = defs.resolve_job_def("rf100vl_campaign_view_job")
+    assert {k.to_user_string() for k in view.asset_layer.executable_asset_keys} == {
+        "rf100vl/campaign_status", "rf100vl/campaign_plan"}
 
     node = defs.resolve_asset_graph().get(dg.AssetKey(["rf100vl", "campaign_status"]))
     assert dg.AssetKey(["rf100vl", "scores"]) in node.parent_keys

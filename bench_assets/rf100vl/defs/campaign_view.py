@@ -50,6 +50,20 @@ def status_markdown(rows: list[dict[str, Any]], lanes: int) -> str:
     return "\n".join(lines) + f"\n\nETA on {lanes} lane(s), longest first, partitions running now counted in full."
 
 
+def pending_markdown(progress: list[ModelProgress]) -> str:
+    """Which (dataset, model) partitions are not done, by state: what a researcher looks for first."""
+    lines = []
+    for state in STATES:
+        if state == "done":
+            continue
+        pairs = [f"{d} | {p.model}" for p in progress for d, s in sorted(p.states.items()) if s == state]
+        if pairs:
+            more = f" and {len(pairs) - 40} more" if len(pairs) > 40 else ""
+            shown = ", ".join(f"`{x}`" for x in pairs[:40]) + more
+            lines.append(f"- **{state}** ({len(pairs)}): {shown}")
+    return "Not done yet, by state (dataset | model):\n\n" + "\n".join(lines) if lines else "Every partition is done."
+
+
 def status_plot(rows: list[dict[str, Any]]) -> bytes:
     """Horizontal stacked bars: partitions per state for each model, the legend above the bars."""
     with plot_context():
@@ -75,7 +89,7 @@ def campaign_status_result(home: Path, instance: Any) -> dg.MaterializeResult:
     lanes = campaign_lanes(home)
     etas = {p.model: remaining_eta(home, p, lanes) for p in progress}
     rows = status_rows(progress, etas)
-    md = status_markdown(rows, lanes)
+    md = status_markdown(rows, lanes) + "\n\n" + pending_markdown(progress)
     if rows:
         md += "\n\n" + png_markdown(status_plot(rows), "partitions per state and model")
     return dg.MaterializeResult(metadata={
@@ -86,6 +100,8 @@ def campaign_status_result(home: Path, instance: Any) -> dg.MaterializeResult:
         "failed": dg.MetadataValue.int(sum(r["failed"] for r in rows)),
         "lanes": dg.MetadataValue.int(lanes),
         "rows": dg.MetadataValue.json(rows),
+        "not_done": dg.MetadataValue.json({f"{d}|{p.model}": s for p in progress for d, s in sorted(p.states.items())
+                                          if s != "done"}),
     })
 
 

@@ -85,6 +85,11 @@ def checkpoint_metadata(stats: dict, epochs: list[dict], skipped: bool, tried: l
         "reused_finished_run": dg.MetadataValue.bool(skipped),
         "best_checkpoint": dg.MetadataValue.path(stats["best_checkpoint"]),
         "best_checkpoint_sha256": dg.MetadataValue.text(stats["best_checkpoint_sha256"]),
+        # where it came from and what it wrote, as paths (the score and predictions name theirs too)
+        "run_dir": dg.MetadataValue.path(str(Path(stats["best_checkpoint"]).parent.parent)),
+        "last_checkpoint": dg.MetadataValue.path(str(stats["last_checkpoint"] or "")),
+        "recipe_file": dg.MetadataValue.path(stats["recipe"]["file"]),
+        "dataset_version": dg.MetadataValue.text(f"{stats['dataset']}@{stats['dataset_version']}"),
     }
     if not stats["recipe"]["conformant"]:
         meta["NON_CONFORMANT_RECIPE"] = dg.MetadataValue.json(stats["recipe"]["nonconformities"])

@@ -27,10 +27,15 @@ eval_job = dg.define_asset_job("rf100vl_eval_job", selection=dg.AssetSelection.a
                                description="Predict test with the finished checkpoint and score it (no training).")
 submission_job = dg.define_asset_job("rf100vl_submission_job", selection=dg.AssetSelection.assets(submission),
                                      description="Build one model's va.submission.v1 file from its current scores.")
+campaign_view_job = dg.define_asset_job(
+    "rf100vl_campaign_view_job", selection=dg.AssetSelection.assets(["rf100vl", "campaign_status"],
+                                                                     ["rf100vl", "campaign_plan"]),
+    description="Rebuild the campaign view and the plan (what the automation does after a score lands).")
 rescore_job = dg.define_asset_job("rf100vl_rescore_job", selection=dg.AssetSelection.assets(scores),
                                   description="Recompute scores from saved predictions, without retraining.")
 
-JOBS = (dataset_job, pretrained_job, catalog_job, train_job, campaign_job, eval_job, rescore_job, submission_job)
+JOBS = (dataset_job, pretrained_job, catalog_job, train_job, campaign_job, eval_job, rescore_job, submission_job,
+        campaign_view_job)
 # The jobs whose runs make a (dataset, model) partition's progress (`bench status`, the coverage check).
 CAMPAIGN_JOBS = (campaign_job, train_job, eval_job)
 # The op of the dataset asset, for run config ({"ops": {DATASET_OP: {"config": ...}}}).

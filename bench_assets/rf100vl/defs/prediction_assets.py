@@ -97,6 +97,7 @@ def _materialization(fp: str, out: Path, result: PredictResult, stats: dict[str,
         metadata={
             "fingerprint": dg.MetadataValue.text(fp),
             "path": dg.MetadataValue.path(str(out)),
+            "checkpoint": dg.MetadataValue.path(stats["best_checkpoint"]),  # the input, beside its sha256
             "images": dg.MetadataValue.int(result.images),
             "detections": dg.MetadataValue.int(result.detections),
             "weights_sha256": dg.MetadataValue.text(stats["best_checkpoint_sha256"]),

@@ -21,6 +21,7 @@ from bench_assets.rf100vl.scoring.eval_store import (
     current_score,
     current_score_pointer,
     fingerprint,
+    predictions_path,
     score_inputs,
     score_path,
     score_record,
@@ -39,7 +40,6 @@ def compute_scores(home_path: Path, model_key: str, ds_name: str, pred_meta: dic
     max_det on an image are scored as pycocotools scores them (not refused: `strict=False`); the record's
     `max_det_cut` and `warnings` say so, and the asset logs it as an error of the prediction step."""
     from bench_assets.rf100vl.scoring import coco as scoring
-    from bench_assets.rf100vl.scoring.eval_store import predictions_path
     from bench_assets.rf100vl.scoring.loading import load_json_any
 
     record = load_record(home_path / "datasets", ds_name)
@@ -95,6 +95,12 @@ def scores(context: dg.AssetExecutionContext, config: ScoresConfig, home: BenchH
     meta_out = {k: dg.MetadataValue.float(round(float(v), 4)) for k, v in m.items() if v is not None}
     meta_out.update({
         "fingerprint": dg.MetadataValue.text(rec["fingerprint"]),
+        # the score's own file and the two it was computed from (their fingerprints differ from the score's)
+        "score_file": dg.MetadataValue.path(str(score_path(home.path, model_key, ds_name, rec["fingerprint"]))),
+        "predictions_file": dg.MetadataValue.path(str(predictions_path(home.path, model_key, ds_name,
+                                                                       meta["fingerprint"]))),
+        "ground_truth_file": dg.MetadataValue.path(str(load_record(home.path / "datasets", ds_name).path / SPLIT
+                                                       / ANNOTATIONS_FILE)),
         "headline_backend": dg.MetadataValue.text(rec["backend"]),
         "engine": dg.MetadataValue.text(rec.get("engine", "")),
         "parity": dg.MetadataValue.json(rec["parity"]),
