@@ -96,7 +96,8 @@ def test_an_undefined_dataset_headline_is_flagged(home: Path) -> None:
     _edit(_score_file(home, ds), lambda d: d["metrics"].update(mAP50_95=None))
     doc = build_submission(home, "syna-t", tree=TREE, now="2026-11-30T00:00:00Z")
     new = [r for r in doc["rf100vl"]["invalid_reasons"] if r not in base]
-    assert new == ["not in the published shape: rf100vl.datasets.1.mAP_50_95: None is not of type 'number'"]
+    assert new == ["not in the published shape: rf100vl.datasets.1.mAP_50_95: null where the published shape wants "
+                   "a number"]
     assert doc["rf100vl"]["valid_submission"] is False
 
 
@@ -105,7 +106,7 @@ def test_an_imported_file_without_a_headline_is_refused(home: Path) -> None:
     doc["model"]["name"] = "other-lab-t"
     check_imported(json.loads(json.dumps(doc)), "other.json")  # well-formed as built
     doc["accuracy"]["mAP_50_95"] = None
-    with pytest.raises(SubmissionError, match=r"accuracy.mAP_50_95: None is not of type 'number'"):
+    with pytest.raises(SubmissionError, match=r"accuracy.mAP_50_95: null where the published shape wants a number"):
         check_imported(doc, "other.json")
 
 

@@ -396,7 +396,8 @@ def test_a_build_names_unscored_unlocked_and_untrained_datasets(tmp_path: Path) 
     # and the published shape's own complaints: no integer Roboflow version for the purged one, ...
     shape = rf["invalid_reasons"][5:]
     assert shape and all(r.startswith("not in the published shape: ") for r in shape), shape
-    assert "not in the published shape: rf100vl.datasets.0.dataset_version: None is not of type 'integer'" in shape
+    assert ("not in the published shape: rf100vl.datasets.0.dataset_version: null where the published shape wants "
+            "an integer") in shape  # one entry: its own path (several: one line, `datasets.*`, schema.py)
     assert rf["datasets"][0]["dataset_version"] is None
     for untrained in rf["datasets"][1:]:
         assert {k: untrained[k] for k in ("num_classes", "weights", "resumed_from_cache", "wall_seconds", "best_epoch",
@@ -687,3 +688,19 @@ def test_a_build_with_no_scored_dataset_is_a_document_that_says_so(tmp_path: Pat
     assert rf["valid_submission"] is False
     assert "0 datasets scored, the leaderboard requires exactly 100" in rf["invalid_reasons"]
     assert doc["config"]["input_size"] is None  # no scored run states an image size
+
+
+def test_one_line_per_cause_however_many_entries_show_it() -> None:
+    """A genuine published file with five datasets' versions nulled and one metric missing: the schema's raw
+    messages ("None is not of type 'integer'" once per dataset) become one sentence per cause."""
+    from bench_assets.rf100vl.submission.schema import schema_problems
+
+    doc = json.loads((Path(__file__).parent / "published" / "yolov9-t.published.json").read_text())
+    for entry in doc["rf100vl"]["datasets"][:5]:
+        entry["dataset_version"] = None
+    doc["accuracy"]["mAP_small"] = None
+    first = [f"rf100vl.datasets.{i}.dataset_version" for i in range(3)]
+    assert schema_problems(doc) == [
+        "accuracy.mAP_small: null where the published shape wants a number",
+        "rf100vl.datasets.*.dataset_version: null where the published shape wants an integer, in 5 entries "
+        f"({', '.join(first)} ...)"]

@@ -475,3 +475,28 @@ def test_a_smoke_model_shows_coverage_conformance_and_reasons_in_markdown_and_ht
     for text in (out.summary_md, md, page):
         assert "syna-s" in text and "not submittable because" in text
         assert "the leaderboard requires exactly 100" in text  # the submission's own reason, in every view
+
+
+def test_no_text_of_the_leaderboard_plot_runs_off_the_image(tmp_path: Path) -> None:
+    """The "not ranked" panel's title was clipped ("(not compara") when long labels (the escaped imported name with
+    its coverage note) pushed the bars right: every text drawn must lie inside the figure."""
+    from matplotlib.text import Text
+
+    from bench_assets.platform.document import plot_context
+    from bench_assets.rf100vl.report.page import leaderboard_figure
+
+    data = load_report_data(make_report_db(tmp_path / "report.duckdb"))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    with plot_context():
+        fig = leaderboard_figure(data)
+        canvas = FigureCanvasAgg(fig)  # what savefig draws with
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        box = fig.bbox
+        ticks = {id(t) for ax in fig.axes for t in ax.get_xticklabels()}  # numbers; those past the axis aren't drawn
+        texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in ticks]
+        assert any("Not ranked" in t.get_text() for t in texts)
+        outside = [t.get_text()[:60] for t in texts
+                   if (e := t.get_window_extent(renderer)).x0 < box.x0 - 1 or e.x1 > box.x1 + 1]
+    assert outside == []

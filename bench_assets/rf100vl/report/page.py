@@ -582,29 +582,36 @@ def _draw_bars(ax: Any, bars: list[Bar], hatched: bool) -> None:
 
 
 def plot_leaderboard(data: _ReportData, dpi: int = DPI) -> bytes:
+    with plot_context():
+        return figure_png(leaderboard_figure(data), dpi)
+
+
+def leaderboard_figure(data: _ReportData) -> Any:
+    """The leaderboard plot's figure (drawn inside plot_context). Panel titles wrap at the figure's edge: a long model
+    label pushes the bars, and the titles above them, to the right, and a title must not run off the image."""
     from matplotlib.patches import Patch
 
     ranked, apart = leaderboard_bars(data)
     panels = [(p, hatched) for p, hatched in ((ranked, False), (apart, True)) if p]
     values = [100 * b.value for b in ranked + apart if b.value is not None]
-    with plot_context():
-        fig = blank_figure(9, 1.6 + 0.26 * (len(ranked) + len(apart)) + 0.5 * len(panels))
-        axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False,
-                            height_ratios=[max(len(p), 1) + 1.5 for p, _ in panels])[:, 0]
-        for ax, (bars, hatched) in zip(axes, panels, strict=True):
-            _draw_bars(ax, bars, hatched)
-            ax.set_title("Not ranked: fewer than all RF100-VL datasets or off-protocol (not comparable)"
-                         if hatched else "Ranked: published results and comparable entries", fontsize=9, loc="left")
-        axes[0].set_xlim(0, max(max(values, default=0.0) * 1.12, 10))
-        axes[-1].set_xlabel(AP_AXIS)
-        fig.suptitle("RF100-VL leaderboard")
-        origins = sorted({b.origin for b in ranked + apart},
-                         key=lambda o: (list(ORIGIN_COLOURS).index(o) if o in ORIGIN_COLOURS else 9, o))
-        handles = [Patch(color=ORIGIN_COLOURS.get(o, "#2ca02c"), label=o) for o in origins]
-        if apart:
-            handles.append(Patch(facecolor="#bbbbbb", hatch="//", edgecolor="white", label="not comparable"))
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8)
-        return figure_png(fig, dpi)
+    fig = blank_figure(9, 1.6 + 0.26 * (len(ranked) + len(apart)) + 0.5 * len(panels))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False,
+                        height_ratios=[max(len(p), 1) + 1.5 for p, _ in panels])[:, 0]
+    for ax, (bars, hatched) in zip(axes, panels, strict=True):
+        _draw_bars(ax, bars, hatched)
+        ax.set_title("Not ranked (not comparable): fewer than all RF100-VL datasets, or off-protocol"
+                     if hatched else "Ranked: published results and comparable entries", fontsize=9, loc="left",
+                     wrap=True)
+    axes[0].set_xlim(0, max(max(values, default=0.0) * 1.12, 10))
+    axes[-1].set_xlabel(AP_AXIS)
+    fig.suptitle("RF100-VL leaderboard")
+    origins = sorted({b.origin for b in ranked + apart},
+                     key=lambda o: (list(ORIGIN_COLOURS).index(o) if o in ORIGIN_COLOURS else 9, o))
+    handles = [Patch(color=ORIGIN_COLOURS.get(o, "#2ca02c"), label=o) for o in origins]
+    if apart:
+        handles.append(Patch(facecolor="#bbbbbb", hatch="//", edgecolor="white", label="not comparable"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8)
+    return fig
 
 
 def _model_colours(models: Sequence[str]) -> dict[str, Any]:

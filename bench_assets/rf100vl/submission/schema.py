@@ -38,10 +38,35 @@ def _non_finite(value: Any, path: str = "") -> list[str]:
     return []
 
 
+KINDS = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
+         "array": "a list", "object": "an object"}
+
+
+def _cause(error: Any) -> tuple[str, str]:
+    """(the field with list positions as *, what is wrong in words): one cause, however many entries show it."""
+    generic = ".".join("*" if isinstance(p, int) else str(p) for p in error.absolute_path) or "(top level)"
+    if error.validator == "type" and error.instance is None:
+        wanted = error.validator_value
+        names = [KINDS.get(t, t) for t in (wanted if isinstance(wanted, list) else [wanted])]
+        return generic, f"null where the published shape wants {' or '.join(names)}"
+    return generic, error.message[:200]
+
+
 def schema_problems(doc: Any) -> list[str]:
-    """Every way `doc` departs from the published shape, as "field: what" (at most MAX_LISTED, then a count)."""
+    """Every way `doc` departs from the published shape, one line per cause: "field: what", and for a cause shown by
+    several list entries "field.*.x: what, in N entries (the first few named)" (at most MAX_LISTED, then a count)."""
     errors = sorted(_validator().iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    problems = _non_finite(doc) + [f"{_path(e)}: {e.message[:200]}" for e in errors]
+    causes: dict[tuple[str, str], list[str]] = {}
+    for e in errors:
+        causes.setdefault(_cause(e), []).append(_path(e))
+    lines = []
+    for (generic, what), paths in causes.items():
+        if len(paths) == 1:
+            lines.append(f"{paths[0]}: {what}")
+        else:
+            shown = ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
+            lines.append(f"{generic}: {what}, in {len(paths)} entries ({shown})")
+    problems = _non_finite(doc) + lines
     out = problems[:MAX_LISTED]
     if len(problems) > MAX_LISTED:
         out.append(f"... and {len(problems) - MAX_LISTED} more")
