@@ -190,6 +190,20 @@ def _temp_findings(home: Path, runs_in_progress: int) -> list[Finding]:
 # --- the verb ----------------------------------------------------------------------------------------------
 
 
+def marked_dead_runs(instance: dg.DagsterInstance, limit: int = 20) -> list[str]:
+    """The runs a later `bench` command already marked failed because their process was gone (newest first): no
+    longer problems, but every run that died is said, whoever fixed it."""
+    import dagster as dg
+
+    from bench_assets.platform.instance import PID_TAG, RECONCILED_TAG
+
+    failed = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]), limit=500)
+    records = [r for r in failed if RECONCILED_TAG in r.dagster_run.tags][:limit]
+    return [f"dead_run {r.dagster_run.run_id}: {r.dagster_run.job_name} died (process "
+            f"{r.dagster_run.tags.get(PID_TAG, '?')} gone); already marked failed at "
+            f"{r.dagster_run.tags[RECONCILED_TAG]} by a later bench command, its pool slots freed" for r in records]
+
+
 def diagnose(home: Path, instance: dg.DagsterInstance) -> list[Finding]:
     """Every problem found, runs and slots first; changes nothing."""
     findings, in_progress = _run_findings(instance)
@@ -229,6 +243,8 @@ def doctor_main(home: Path, repair: bool, out: Callable[[str], None]) -> int:
     instance = open_instance(home, reconcile=False)  # dead runs are findings here, not silently fixed
     try:
         findings = diagnose(home, instance)
+        for line in marked_dead_runs(instance):
+            out(line)
         if not findings:
             out(f"bench doctor: nothing to fix under {home}")
             return 0

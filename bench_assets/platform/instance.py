@@ -85,6 +85,7 @@ def open_instance(home: Path, *, reconcile: bool = True) -> dg.DagsterInstance:
 
 PID_TAG = "bench/pid"
 HOST_TAG = "bench/host"
+RECONCILED_TAG = "bench/dead_marked_failed"  # when a later bench command found the run's process gone
 
 
 def dead_cli_runs(instance: dg.DagsterInstance) -> list[tuple[dg.DagsterRun, int]]:
@@ -111,8 +112,12 @@ def reconcile_stale_runs(instance: dg.DagsterInstance) -> list[str]:
     run of the campaign waits on a lane nobody holds. (Runs launched from the UI are covered by the
     daemon's run monitoring, enabled in dagster.yaml.)
     """
+    import datetime as dt
+
     stale = []
     for run, pid in dead_cli_runs(instance):
+        # bench doctor lists these too, so a dead run never goes unsaid because a later command fixed it first
+        instance.add_run_tags(run.run_id, {RECONCILED_TAG: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
         instance.report_run_failed(run, f"process {pid} that ran it is gone (killed?); "
                                         "marked failed by bench so its pool slots are freed")
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)

@@ -106,3 +106,22 @@ def test_doctor_leaves_unowned_temps_while_a_run_is_in_progress(
     assert code == 1
     assert any("run(s) in progress may own it" in line for line in lines), lines
     assert work.is_file()  # a long write may still be under way
+
+
+def test_a_dead_run_a_later_command_already_fixed_is_still_said(instance: dg.DagsterInstance, bench_home: Path
+                                                                 ) -> None:
+    """`bench report` killed, then any bench command: it marks the dead run failed as it opens the instance (its
+    slots freed), so the run is no problem left to fix, but `bench doctor` still says it died (it used to list
+    nothing, and a run killed during the dbt build went unsaid)."""
+    from bench_assets.platform.instance import open_instance
+
+    gone = dead_pid()
+    run_id = _run(instance, dg.DagsterRunStatus.STARTED, pid=gone)
+    instance.event_log_storage.claim_concurrency_slot("duckdb_writer", run_id, "report_dbt_assets")
+    later = open_instance(bench_home)  # what the next bench command does
+    later.dispose()
+    assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
+    code, lines = _doctor(bench_home, False)
+    assert code == 0 and lines[-1] == f"bench doctor: nothing to fix under {bench_home}"
+    (said,) = [ln for ln in lines if run_id in ln]
+    assert said.startswith(f"dead_run {run_id}: campaign_job died (process {gone} gone); already marked failed at ")
