@@ -59,7 +59,7 @@ def test_mini_partition_materializes_with_metadata_and_green_checks(instance, be
     checks = _checks(instance, "mini-dense")
     assert checks == {"lock_matches_files": True, "splits_non_empty": True, "hygiene": True,
                       "class_count_matches_catalog": True, "ground_truth_scores_perfect": True,
-                      "disk_projection": True}
+                      "disk_projection": True, "boxes_within_max_det": True}
 
 
 def test_bad_partition_fails_alone_and_loses_nothing(instance, bench_home: Path, tmp_path: Path) -> None:

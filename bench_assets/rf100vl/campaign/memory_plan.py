@@ -103,13 +103,9 @@ def this_device(kind: str) -> tuple[str, float | None]:
 
 
 def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
+    from bench_assets.platform.provenance import first_cpu
+
+    return first_cpu().get("model name") or "unknown CPU"
 
 
 def memory_figure(home: Path, model: str, imgsz: int, kind: str, device_name: str) -> dict[str, Any]:
