@@ -70,3 +70,10 @@ def test_plan_picks_jobs_per_gpu_and_finish_time(tmp_path: Path) -> None:
     cpu = plan_campaign(tmp_path, "yolo9-t", [BIG, MID], epochs=10, gpus=0, cpu_lanes=1, now=now)
     assert cpu["makespan_s"] == pytest.approx(sum(n * 10 * DEFAULT_S_PER_IMAGE_EPOCH["cpu"] + FIXED_S
                                                   for n in partition_images(tmp_path, [BIG, MID]).values()))
+
+
+def test_an_embedded_mini_dataset_not_generated_yet_counts_its_images(tmp_path: Path) -> None:
+    from bench_assets.rf100vl.datasets.mini import MINI_DATASETS
+
+    splits = MINI_DATASETS["mini-tiny"].splits
+    assert partition_images(tmp_path, ["mini-tiny"]) == {"mini-tiny": splits["train"] + splits["valid"]}

@@ -85,8 +85,10 @@ def cost_model(home: Path, model: str, epochs: int, device: str = "gpu", jobs_pe
 
 
 def partition_images(home: Path, datasets: list[str]) -> dict[str, int]:
-    """Images outside `test` per dataset: the stored version's manifest, else the catalogue's counts."""
+    """Images outside `test` per dataset: the stored version's manifest, else the catalogue's (or the mini
+    generator's) counts."""
     from bench_assets.rf100vl.datasets.catalog import catalog_entry
+    from bench_assets.rf100vl.datasets.mini import MINI_DATASETS
     from bench_assets.rf100vl.datasets.store import load_record
 
     out = {}
@@ -97,6 +99,9 @@ def partition_images(home: Path, datasets: list[str]) -> dict[str, int]:
             out[name] = sum(int(s["images"]) for k, s in splits.items() if k != "test")
             continue
         entry = catalog_entry(name)
+        if entry is None and name in MINI_DATASETS:  # the embedded suite, not generated yet
+            out[name] = sum(n for split, n in MINI_DATASETS[name].splits.items() if split != "test")
+            continue
         out[name] = (entry.num_images - entry.test_images) if entry is not None else 0
     return out
 

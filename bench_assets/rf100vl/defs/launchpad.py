@@ -176,9 +176,12 @@ def rf100vl_campaign_launcher(context: dg.SensorEvaluationContext, home: BenchHo
     docs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
     if not docs:
         return dg.SkipReason("no campaign requested from the launchpad")
+    from bench_assets.rf100vl.defs.jobs import latest_runs
+
+    statuses = latest_runs(context.instance)  # once per tick: it reads every campaign run's record
     runs, waiting = [], []
     for doc in docs:
-        step = next_step(doc, **_facts(context.instance, home.path, doc))
+        step = next_step(doc, **_facts(context.instance, home.path, doc, statuses))
         runs += step.runs
         if step.waiting:
             waiting.append(f"{doc['model']}: {step.waiting}")
@@ -195,10 +198,10 @@ def rf100vl_campaign_launcher(context: dg.SensorEvaluationContext, home: BenchHo
     return dg.SensorResult(run_requests=runs, skip_reason="; ".join(waiting) if waiting and not runs else None)
 
 
-def _facts(instance: dg.DagsterInstance, home: Path, doc: dict[str, Any]) -> dict[str, Any]:
+def _facts(instance: dg.DagsterInstance, home: Path, doc: dict[str, Any], statuses: dict[str, str]
+           ) -> dict[str, Any]:
     """What next_step needs to know about the home and the instance."""
     from bench_assets.rf100vl.datasets.store import current_version
-    from bench_assets.rf100vl.defs.jobs import latest_runs
     from bench_assets.rf100vl.report.pilot_gate import pilot_gate
     from bench_assets.rf100vl.training.models import model_recipe, read_entry
     from bench_assets.rf100vl.training.pretrained import read_lock
@@ -208,7 +211,6 @@ def _facts(instance: dg.DagsterInstance, home: Path, doc: dict[str, Any]) -> dic
     _, recipe = model_recipe(home, model)
     names = {d for w in doc["waves"] for d, _, _ in w["partitions"]}
     warehouse = BenchHome(root=str(home)).warehouse_path
-    statuses = latest_runs(instance)
     first = doc["waves"][0]["partitions"]
     finished = [_run_end(instance, f"{d}|{m}") for d, m, _ in first]
     newest = max((t for t in finished if t is not None), default=0.0)
