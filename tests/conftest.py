@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.suite_cost"]  # wall, CPU and the ten most expensive files at the end of every run
+pytest_plugins = [
+    "tests.suite_cost",  # wall, CPU and the ten most expensive files at the end of every run
+    "tests.suite_schedule",  # the workers take the system tests first, on one worker, then the costliest files
+]
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus"
