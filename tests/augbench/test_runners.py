@@ -296,12 +296,19 @@ def test_dataloader_runner(workers: int) -> None:
 
 def test_dataloader_workers_shut_down_between_cells() -> None:
     psutil = pytest.importorskip("psutil")
+    # Children this worker had before (multiprocessing's resource tracker, started by an earlier file's spawned
+    # processes, lives as long as the worker) are not the cells' workers.
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+
+    def left() -> list:  # noqa: ANN202
+        return [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+
     run_dataloader(FakeAdapter(), _media(n=16), ["Flip", "Flip"], batch_size=4, workers=2, num_epochs=1,
                    preflight_items=3)
     deadline = time.time() + 10
-    while psutil.Process().children(recursive=True) and time.time() < deadline:
+    while left() and time.time() < deadline:
         time.sleep(0.1)
-    assert psutil.Process().children(recursive=True) == []
+    assert left() == []
 
 
 def test_process_tree_memory_without_psutil(monkeypatch: pytest.MonkeyPatch) -> None:
