@@ -296,6 +296,27 @@ def test_campaign_refuses_when_redis_is_down_and_submits_nothing(cluster: Path) 
     assert "submitted" not in out.stdout
 
 
+def test_a_rotation_that_cannot_reach_redis_changes_nothing_and_restarts_the_head(cluster: Path) -> None:
+    """Runs after the Redis-down test (Redis is still dead): rotate-secrets fails naming Redis and the fix,
+    PostgreSQL keeps the old password, secrets.env keeps its generation, and the head's code server, daemon and
+    webserver (stopped before the passwords change) are running again with the old credentials."""
+    from bench_assets.platform.cluster.layout import load_state, pg_connect_kwargs
+    from bench_assets.platform.cluster.secrets import read_secrets
+
+    before = read_secrets(cluster)
+    old_pids = {n: p["pid"] for n, p in json.loads((cluster / "cluster" / "state.json").read_text())["servers"].items()}
+    out = _bench(cluster, "cluster", "rotate-secrets", timeout=180)
+    assert out.returncode == 1 and "Redis" in out.stderr and "nothing was rotated" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert read_secrets(cluster).generation == before.generation
+    import psycopg2
+
+    psycopg2.connect(**pg_connect_kwargs(load_state(cluster)), password=before.pg_password).close()
+    servers = json.loads((cluster / "cluster" / "state.json").read_text())["servers"]
+    for name in ("code-server", "daemon", "webserver"):
+        assert servers[name]["pid"] != old_pids[name] and _alive(servers[name]["pid"]), (name, out.stdout)
+
+
 # --- the UI backfill's helpers ----------------------------------------------------------------------------
 
 

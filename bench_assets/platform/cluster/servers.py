@@ -114,19 +114,28 @@ def tail(path: str, lines: int = 15) -> str:
 
 def stop_group(proc: Proc, timeout_s: float = 20.0) -> bool:
     """SIGTERM the process group `proc` leads, SIGKILL what is left after `timeout_s`; True if it was running."""
-    if not pid_alive(proc.pid):
-        return False
+    return bool(stop_groups([proc], timeout_s))
+
+
+def stop_groups(procs: list[Proc], timeout_s: float = 20.0) -> list[Proc]:
+    """stop_group for several groups at once: every one is signalled, then all are waited for together (the
+    slowest sets the time, not the sum); the ones that were running."""
+    running = [p for p in procs if pid_alive(p.pid)]
+    left = list(running)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return True
+        for p in list(left):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                left.remove(p)
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not _group_alive(proc.pid):
-                return True
-            time.sleep(0.2)
-    return True
+        while left and time.monotonic() < deadline:
+            left = [p for p in left if _group_alive(p.pid)]
+            if left:
+                time.sleep(0.2)
+        if not left:
+            break
+    return running
 
 
 def _group_alive(pgid: int) -> bool:
