@@ -342,12 +342,15 @@ def cluster_down(home: Path, say: Any = print) -> list[str]:
         say(f"cluster: nothing recorded under {home}; nothing to stop")
         return []
     stopped = []
+    local = {}
     for w in state.workers:
         if w.joined or not _on_this_box(w):
             (worker_dir(home, w.name) / STOP_FILE).touch()
             stopped.append(f"worker {w.name} (asked to stop on {w.host or 'its box'})")
-        elif w.proc and servers.stop_group(w.proc):
-            stopped.append(f"worker {w.name}")
+        elif w.proc:
+            local[w.name] = w.proc
+    running = servers.stop_groups(list(local.values()))  # this box's workers together, before the head
+    stopped += [f"worker {n}" for n, p in local.items() if p in running]
     head = {n: state.servers[n] for n in ("webserver", "daemon", "code-server") if n in state.servers}
     running = servers.stop_groups(list(head.values()))  # together: none of them needs another to stop
     stopped += [n for n, p in head.items() if p in running]

@@ -1,0 +1,75 @@
+"""How the cluster stops its process groups (`servers.stop_groups`, what `bench cluster down` and `rotate-secrets`
+use), on plain `sleep` processes: an exited process not yet reaped (a zombie) is stopped, a group with one
+member still running is not, and several groups are signalled together, not one timeout after another."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from bench_assets.platform.cluster.layout import Proc
+from bench_assets.platform.cluster.servers import group_has_running_member, stop_groups
+
+
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def _wait_for(check, timeout_s: float = 10.0) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_an_exited_leader_not_yet_reaped_is_stopped_a_running_member_is_not() -> None:
+    zombie = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    zombie.kill()
+    _wait_for(lambda: _state(zombie.pid) == "Z")
+    os.killpg(zombie.pid, 0)  # the group still exists for the kernel: a probe by signal alone would wait for it
+    assert not group_has_running_member(zombie.pid)
+    zombie.wait()
+
+    # The leader killed, its child still running (reparented): the group is not stopped.
+    group = subprocess.Popen(["bash", "-c", "sleep 60 & wait"], start_new_session=True)
+    _wait_for(lambda: any(_children(group.pid)))
+    assert group_has_running_member(group.pid)
+    group.kill()
+    _wait_for(lambda: _state(group.pid) == "Z")
+    assert group_has_running_member(group.pid)
+    os.killpg(group.pid, signal.SIGKILL)
+    _wait_for(lambda: not group_has_running_member(group.pid))
+    group.wait()
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: Path) -> None:
+    """Two groups that ignore SIGTERM: both get it at once (the second does not wait for the first's timeout),
+    both are killed after one timeout (stop_groups reaps its own children), and both are returned as
+    having been running; a process already reaped is not."""
+    procs = []
+    for name in ("a", "b"):
+        script = f'trap "date +%s.%N > {tmp_path}/{name}.term" TERM; echo up > {tmp_path}/{name}.up; ' \
+                 "while :; do sleep 0.05; done"
+        p = subprocess.Popen(["bash", "-c", script], start_new_session=True)
+        procs.append(Proc(pid=p.pid, argv=["bash"], log=""))
+    done = subprocess.Popen(["true"], start_new_session=True)
+    done.wait()
+    _wait_for(lambda: all((tmp_path / f"{n}.up").exists() for n in ("a", "b")))
+
+    timeout_s = 2.0
+    started = time.monotonic()
+    running = stop_groups([*procs, Proc(pid=done.pid, argv=["true"], log="")], timeout_s=timeout_s)
+    assert running == procs
+    assert time.monotonic() - started >= timeout_s  # TERM was trapped: the kill after the timeout ended them
+    assert not any(group_has_running_member(p.pid) for p in procs)
+    term = [float((tmp_path / f"{n}.term").read_text()) for n in ("a", "b")]
+    assert abs(term[0] - term[1]) < timeout_s / 2, term  # one after the other would be a whole timeout apart
