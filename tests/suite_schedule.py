@@ -6,14 +6,19 @@ down several times over (their servers, daemons, training children and Chromium 
 each waits on the others' work: the browser test's module setup took 23 s alone and 141 s in the suite).
 This plugin keeps loadfile (a file's tests stay on one worker, module fixtures and order hold) with two changes:
 - the system tests are one unit of work, run one after another on one worker, so they never overlap each other;
-- that unit goes first, then the other files from the most expensive down (longest first packs two workers best),
-  then the rest in xdist's own order. The costs are a measured run's (HEAVY_FILES); a file missing from the list
-  only runs later, never wrongly.
+- that unit goes first, then the files a measured run found costly (HEAVY_S or more of one worker), most expensive
+  first (longest first packs two workers best), then the rest in xdist's own order. The costs are read from the last
+  committed side-by-side measurement (COSTS: benchmarks/results/suite_time_against.json, this tree's run), so
+  re-measuring re-orders; a file the measurement does not know (new, renamed) only runs later, never wrongly, and
+  without the file the order is xdist's after the system tests.
 
 Only the order changes: every test runs, with the same fixtures, as with plain loadfile."""
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,24 +26,25 @@ import pytest
 SYSTEM_SCOPE = "system tests (one worker, one after another)"
 SYSTEM_FILES = ("tests/platform/test_cluster.py", "tests/platform/test_real_boxes.py",
                 "tests/report/test_ui_browser.py")
-# The files that cost one worker 15 s or more, most expensive first: seconds per file of a whole `make test` run
-# (benchmarks/results/suite_time_against.json, "this"), the system tests left out.
-HEAVY_FILES = (
-    "tests/rf100vl/test_campaign.py",
-    "tests/rf100vl/test_replicates.py",
-    "tests/rf100vl/test_children.py",
-    "tests/rf100vl/test_family_children.py",
-    "tests/rf100vl/test_pretrained.py",
-    "tests/rf100vl/test_cli.py",
-    "tests/augbench/test_pipeline.py",
-    "tests/augbench/test_paper_report.py",
-    "tests/report/test_dbt_report.py",
-    "tests/rf100vl/test_pretrained_hub.py",
-    "tests/report/test_report_pipeline.py",
-    "tests/report/test_ui.py",
-    "tests/rf100vl/test_published_submission.py",
-    "tests/augbench/test_adapters.py",
-)
+COSTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "suite_time_against.json"
+HEAVY_S = 5.0  # a file that took one worker this long or more is handed out by its cost; cheaper ones in xdist's order
+
+
+def heavy_files(result: dict[str, Any]) -> tuple[str, ...]:
+    """The files of a suite_time result (its "this" run) that cost HEAVY_S or more, most expensive first, the
+    system tests left out (they go first as one unit)."""
+    files = [f for f in result.get("this", {}).get("files", [])
+             if f.get("seconds", 0) >= HEAVY_S and f.get("file") not in SYSTEM_FILES]
+    return tuple(f["file"] for f in sorted(files, key=lambda f: -f["seconds"]))
+
+
+@cache
+def measured_heavy_files(path: Path = COSTS) -> tuple[str, ...]:
+    """heavy_files of the committed measurement; none when it is missing or unreadable (xdist's order then)."""
+    try:
+        return heavy_files(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # a file of another shape too
+        return ()
 
 
 def scope_of(nodeid: str) -> str:
@@ -47,16 +53,18 @@ def scope_of(nodeid: str) -> str:
     return SYSTEM_SCOPE if path in SYSTEM_FILES else path
 
 
-def rank(scope: str) -> int:
-    """Lower goes first: the system tests, then HEAVY_FILES in order, then everything else (equal rank)."""
+def rank(scope: str, heavy: tuple[str, ...] | None = None) -> int:
+    """Lower goes first: the system tests, then the heavy files in order (the measured ones unless `heavy` is given),
+    then everything else (equal rank)."""
+    heavy = measured_heavy_files() if heavy is None else heavy
     if scope == SYSTEM_SCOPE:
         return 0
-    return 1 + HEAVY_FILES.index(scope) if scope in HEAVY_FILES else 1 + len(HEAVY_FILES)
+    return 1 + heavy.index(scope) if scope in heavy else 1 + len(heavy)
 
 
-def next_scope(queue: list[str]) -> str:
+def next_scope(queue: list[str], heavy: tuple[str, ...] | None = None) -> str:
     """The scope to hand out next from the queue (xdist's order among equals)."""
-    return min(queue, key=rank)  # min keeps the first of equal ranks
+    return min(queue, key=lambda scope: rank(scope, heavy))  # min keeps the first of equal ranks
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
