@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -57,10 +58,16 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
     having been running; a process already reaped is not."""
     procs = []
     for name in ("a", "b"):
-        script = f'trap "date +%s.%N > {tmp_path}/{name}.term" TERM; echo up > {tmp_path}/{name}.up; ' \
-                 "while :; do sleep 0.05; done"
-        p = subprocess.Popen(["bash", "-c", script], start_new_session=True)
-        procs.append(Proc(pid=p.pid, argv=["bash"], log=""))
+        # Python, not a shell trap: a shell cannot trap a signal ignored when it started, and a pytest worker may
+        # hand on an ignored SIGTERM from an earlier test; this child sets its own handler and unblocks the signal.
+        child = (f"import signal, sys, time\n"
+                 f"def term(*_):\n    open({str(tmp_path / (name + '.term'))!r}, 'w').write(repr(time.time()))\n"
+                 f"signal.signal(signal.SIGTERM, term)\n"
+                 f"signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGTERM}})\n"
+                 f"open({str(tmp_path / (name + '.up'))!r}, 'w').close()\n"
+                 f"while True:\n    time.sleep(0.05)\n")
+        p = subprocess.Popen([sys.executable, "-c", child], start_new_session=True)
+        procs.append(Proc(pid=p.pid, argv=["python"], log=""))
     done = subprocess.Popen(["true"], start_new_session=True)
     done.wait()
     _wait_for(lambda: all((tmp_path / f"{n}.up").exists() for n in ("a", "b")))
