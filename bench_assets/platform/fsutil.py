@@ -157,7 +157,13 @@ def pid_alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True  # no /proc (not Linux) or it just exited: the kill probe said alive
-    return stat[stat.rindex(")") + 2:][:1] != "Z"
+    return proc_stat_fields(stat)[0] != "Z"
+
+
+def proc_stat_fields(stat: str) -> list[str]:
+    """The fields of a /proc/<pid>/stat line after the command name: state, ppid, pgrp, ... (the name, in
+    parentheses, may itself hold spaces and parentheses, so the line is split after its last one)."""
+    return stat.rsplit(")", 1)[1].split()
 
 
 def path_age_s(path: Path) -> float:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from bench_assets.platform.cluster.layout import Proc
 from bench_assets.platform.cluster.servers import group_has_running_member, stop_groups
+from bench_assets.platform.fsutil import proc_stat_fields
 
 
 def _state(pid: int) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0]
+    return proc_stat_fields(Path(f"/proc/{pid}/stat").read_text())[0]
 
 
 def _wait_for(check, timeout_s: float = 10.0) -> None:  # noqa: ANN001

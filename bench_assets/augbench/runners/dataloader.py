@@ -41,6 +41,7 @@ from bench_assets.augbench.runners.common import (
 )
 from bench_assets.augbench.runners.micro import PreflightRule, cuda_peaks, cuda_peaks_reset, cuda_sync
 from bench_assets.augbench.stats import summarize
+from bench_assets.platform.fsutil import proc_stat_fields
 
 
 class ItemDataset:
@@ -77,7 +78,7 @@ def _process_tree() -> list[int]:
             if entry.isdigit():
                 try:
                     with open(f"/proc/{entry}/stat") as fh:
-                        ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+                        ppid = int(proc_stat_fields(fh.read())[1])
                 except (OSError, IndexError, ValueError):
                     continue
                 parents.setdefault(ppid, []).append(int(entry))

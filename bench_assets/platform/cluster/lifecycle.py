@@ -35,6 +35,7 @@ from bench_assets.platform.cluster.servers import ClusterError
 from bench_assets.platform.fsutil import atomic_write_text, host_id, pid_alive
 
 REPO = Path(__file__).resolve().parents[3]  # the checkout holding definitions.py and workspace.yaml
+HEAD_SERVERS = ("webserver", "daemon", "code-server")  # stopped together; _start_head starts them again
 
 
 def _server_env(state: ClusterState) -> dict[str, str]:
@@ -351,7 +352,7 @@ def cluster_down(home: Path, say: Any = print) -> list[str]:
             local[w.name] = w.proc
     running = servers.stop_groups(list(local.values()))  # this box's workers together, before the head
     stopped += [f"worker {n}" for n, p in local.items() if p in running]
-    head = {n: state.servers[n] for n in ("webserver", "daemon", "code-server") if n in state.servers}
+    head = {n: state.servers[n] for n in HEAD_SERVERS if n in state.servers}
     running = servers.stop_groups(list(head.values()))  # together: none of them needs another to stop
     stopped += [n for n, p in head.items() if p in running]
     if "redis" in state.servers and servers.stop_group(state.servers["redis"]):
@@ -439,7 +440,7 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
             con.close()
 
     # Stopped while their credentials still work (they exit in seconds), all three at once.
-    servers.stop_groups([state.servers[n] for n in ("webserver", "daemon", "code-server") if n in state.servers])
+    servers.stop_groups([state.servers[n] for n in HEAD_SERVERS if n in state.servers])
     try:
         set_pg(new.pg_password, old.pg_password)
         try:

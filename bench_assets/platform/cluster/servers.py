@@ -30,7 +30,7 @@ from bench_assets.platform.cluster.layout import (  # ClusterError: the cluster 
     redis_conf,
     url_host,
 )
-from bench_assets.platform.fsutil import host_id, pid_alive
+from bench_assets.platform.fsutil import host_id, pid_alive, proc_stat_fields
 
 INSTALL_HINT = "install the servers with `sudo apt-get install -y redis-server postgresql` (scripts/system_deps.sh)"
 
@@ -166,7 +166,7 @@ def group_has_running_member(pgid: int, proc: Path = Path("/proc")) -> bool:
             stat = Path(entry.path, "stat").read_text()
         except OSError:  # gone since the listing
             continue
-        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]  # the command name (in parentheses) may hold spaces
+        state, _ppid, pgrp = proc_stat_fields(stat)[:3]
         if int(pgrp) == pgid and state not in ("Z", "X"):
             return True
     return False
