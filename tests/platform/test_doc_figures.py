@@ -286,6 +286,12 @@ def _suite_time(r: dict[str, Any]) -> list[str]:
             "; ".join(f"`{f['file']}` {f['seconds']:.0f} s" for f in r["files"][:5])]
 
 
+def _cluster_lifecycle(r: dict[str, Any]) -> list[str]:
+    """docs/scale-out.md's rotate-secrets and down times (benchmarks/cluster_lifecycle.py)."""
+    return [f"rotate-secrets` takes about {r['median_rotate_s']:.1f} s and `bench cluster down` about "
+            f"{r['median_down_s']:.1f} s (medians"]
+
+
 def _suite_time_against(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's ratios of a side-by-side run (benchmarks/suite_time.py --against)."""
     return [f"wall x{r['wall_ratio']:.3f} and machine busy x{r['machine_busy_ratio']:.3f}",
@@ -316,6 +322,7 @@ def _suite_profile_full(r: dict[str, Any]) -> list[str]:
 QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_overhead.json", _cluster),
     ("docs/scale-out.md", "campaign_simulation.json", _simulation),
+    ("docs/scale-out.md", "cluster_lifecycle.json", _cluster_lifecycle),
     ("docs/report.md", "ui_run_speed.json", _ui_speed),
     ("docs/augbench.md", "materialize_copy.json", _materialize_copy),
     *[("docs/augbench.md", f"augbench_vs_published{run}.json", _agreement)
