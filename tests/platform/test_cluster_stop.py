@@ -80,3 +80,18 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
     assert not any(group_has_running_member(p.pid) for p in procs)
     term = [float((tmp_path / f"{n}.term").read_text()) for n in ("a", "b")]
     assert abs(term[0] - term[1]) < timeout_s / 2, term  # one after the other would be a whole timeout apart
+
+
+def test_a_command_name_with_spaces_and_parentheses_is_read_past(tmp_path: Path) -> None:
+    """/proc/<pid>/stat puts the command name, as the process chose it, in parentheses: a name holding ") Z 1 7 "
+    must not be read as the state and the group."""
+    def entry(pid: int, name: str, state: str, pgrp: int) -> None:
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} ({name}) {state} 1 {pgrp} {pgrp} 0 -1 4194560 0 0\n")
+
+    entry(11, "evil) Z 1 7 (", "S", 9)  # running, group 9, its name claiming a zombie of group 7
+    entry(12, "worker", "Z", 7)
+    (tmp_path / "self").mkdir()  # not a pid: skipped
+    assert group_has_running_member(9, proc=tmp_path)
+    assert not group_has_running_member(7, proc=tmp_path)
+    assert group_has_running_member(7, proc=tmp_path / "absent")  # no /proc to read: cannot tell, so running
