@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,6 +164,23 @@ def _errors(result: Any) -> list[str]:
     return out
 
 
+@contextmanager
+def _sigterm_kept() -> Iterator[None]:
+    """SIGTERM's handler as it was before the block. Dagster's in-process execution leaves SIGTERM with SIGINT's
+    handler when a run ends (its mapping for Kubernetes). In a process started with SIGINT ignored (a script's
+    background job, a pytest-xdist worker) SIGTERM was then ignored for good: `kill` no longer stopped `bench`,
+    and every child it started afterwards (pool workers, dbt, cluster servers) inherited the ignored SIGTERM."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread can set handlers
+        yield
+        return
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if before is not None:  # None: a handler set outside Python, which cannot be put back from here
+            signal.signal(signal.SIGTERM, before)
+
+
 def execute(instance: dg.DagsterInstance, job: dg.JobDefinition, *, partition_key: str | None = None,
             run_config: dict[str, Any] | None = None, tags: dict[str, str] | None = None,
             checks_only: bool = False, asset_graph: Any = None) -> RunOutcome:
@@ -178,8 +199,9 @@ def execute(instance: dg.DagsterInstance, job: dg.JobDefinition, *, partition_ke
                                                         "verbose": verbose()}}},
               **(run_config or {})}
     run_tags = {"bench/launched_by": "cli", PID_TAG: str(os.getpid()), HOST_TAG: host_id(), **(tags or {})}
-    result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=config,
-                                    raise_on_error=False, tags=run_tags)
+    with _sigterm_kept():
+        result = job.execute_in_process(instance=instance, partition_key=partition_key, run_config=config,
+                                        raise_on_error=False, tags=run_tags)
     errors = _errors(result)
     # A failed check is a failure for the terminal too, blocking or not: loud beats silent.
     return RunOutcome(run_id=result.run_id, success=result.success and not errors, errors=errors,
