@@ -157,7 +157,13 @@ def pid_alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True  # no /proc (not Linux) or it just exited: the kill probe said alive
-    return proc_stat_fields(stat)[0] != "Z"
+    return not exited(proc_stat_fields(stat)[0])
+
+
+def exited(state: str) -> bool:
+    """Whether a /proc/<pid>/stat state letter is that of a process that has exited: Z (a zombie, not yet reaped)
+    or X (dead)."""
+    return state in ("Z", "X")
 
 
 def proc_stat_fields(stat: str) -> list[str]:

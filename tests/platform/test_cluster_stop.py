@@ -91,6 +91,7 @@ def test_a_command_name_with_spaces_and_parentheses_is_read_past(tmp_path: Path)
 
     entry(11, "evil) Z 1 7 (", "S", 9)  # running, group 9, its name claiming a zombie of group 7
     entry(12, "worker", "Z", 7)
+    entry(13, "worker", "X", 7)  # dead: exited, like the zombie
     (tmp_path / "self").mkdir()  # not a pid: skipped
     assert group_has_running_member(9, proc=tmp_path)
     assert not group_has_running_member(7, proc=tmp_path)

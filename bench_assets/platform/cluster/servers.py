@@ -30,7 +30,7 @@ from bench_assets.platform.cluster.layout import (  # ClusterError: the cluster 
     redis_conf,
     url_host,
 )
-from bench_assets.platform.fsutil import host_id, pid_alive, proc_stat_fields
+from bench_assets.platform.fsutil import exited, host_id, pid_alive, proc_stat_fields
 
 INSTALL_HINT = "install the servers with `sudo apt-get install -y redis-server postgresql` (scripts/system_deps.sh)"
 
@@ -167,7 +167,7 @@ def group_has_running_member(pgid: int, proc: Path = Path("/proc")) -> bool:
         except OSError:  # gone since the listing
             continue
         state, _ppid, pgrp = proc_stat_fields(stat)[:3]
-        if int(pgrp) == pgid and state not in ("Z", "X"):
+        if int(pgrp) == pgid and not exited(state):
             return True
     return False
 
