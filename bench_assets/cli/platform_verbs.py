@@ -38,6 +38,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
+    from bench_assets.platform.fsutil import default_signals
     from bench_assets.platform.instance import open_instance
     from bench_assets.report.dbt_project import prepare_manifest
 
@@ -45,13 +46,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     prepare_manifest()  # the code server loads the dbt assets from it
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO_ROOT / "workspace.yaml"),
            "-h", args.host, "-p", str(args.port)]
-
-    def restore_signals() -> None:
-        # A non-interactive parent may leave SIGINT ignored, and dagster dev then never stops.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-    child = subprocess.Popen(cmd, cwd=REPO_ROOT, env=os.environ.copy(), preexec_fn=restore_signals,
+    # A non-interactive parent may leave SIGINT ignored, and dagster dev then never stops.
+    child = subprocess.Popen(cmd, cwd=REPO_ROOT, env=os.environ.copy(), preexec_fn=default_signals,
                              start_new_session=True)
     print(f"bench ui: http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']}); Ctrl-C stops")
 

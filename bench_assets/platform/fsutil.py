@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -158,6 +159,16 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True  # no /proc (not Linux) or it just exited: the kill probe said alive
     return not exited(proc_stat_fields(stat)[0])
+
+
+def default_signals() -> None:
+    """Popen's `preexec_fn` for a server or other long-lived child: SIGINT and SIGTERM back to their default action
+    before it execs. An ignored signal stays ignored across exec, and a script's background job (`bench cluster up &`,
+    `nohup ... &`) starts with SIGINT ignored. A Dagster server then ignores SIGTERM too: as it starts it gives SIGTERM
+    SIGINT's disposition (`setup_interrupt_handlers` in dagster/_utils/interrupts.py, its Kubernetes mapping), so the
+    code server outlived every SIGTERM and `bench cluster down` killed it only after its 20 s timeout."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def exited(state: str) -> bool:

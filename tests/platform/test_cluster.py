@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from bench_assets.platform.cluster.secrets import export_cluster_env
+from bench_assets.platform.fsutil import pid_alive
 from tests.conftest import run_bench
 from tests.shared_training import CLUSTER_DATASETS, CLUSTER_EPOCHS, cluster_recipe, one_box_campaign
 
@@ -58,17 +59,6 @@ def _pids(home: Path) -> list[int]:
     return pids + [w["proc"]["pid"] for w in state["workers"] if w.get("proc")]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is not alive
-        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 @pytest.fixture(scope="module")
 def recipe() -> Iterator[Path]:
     """The smoke recipe with EPOCHS epochs, at RECIPE (CAMPAIGN names it): what the one-box run trained with."""
@@ -94,10 +84,11 @@ def cluster(recipe: Path) -> Iterator[Path]:
     finally:
         down = _bench(home, "cluster", "down", timeout=120)
         assert down.returncode == 0, down.stdout + down.stderr
+        assert "after SIGTERM and is killed" not in down.stdout, down.stdout  # every server stops on SIGTERM
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
             time.sleep(0.5)
-        assert not [p for p in pids if _alive(p)], "bench cluster down left processes running"
+        assert not [p for p in pids if pid_alive(p)], "bench cluster down left processes running"
         assert not (home / "cluster" / "state.json").exists()
         shutil.rmtree(home)  # ~350 MB per run; a failed teardown keeps it (the asserts above) for a post-mortem
 
@@ -289,7 +280,7 @@ def test_campaign_refuses_when_redis_is_down_and_submits_nothing(cluster: Path) 
     redis = state["servers"]["redis"]["pid"]
     os.kill(redis, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(redis):
+    while time.monotonic() < deadline and pid_alive(redis):
         time.sleep(0.2)
     out = _bench(cluster, "campaign", "--model", "yolo9-t", "--suite", "mini", "--recipe", "smoke", timeout=120)
     assert out.returncode == 1 and "Redis" in out.stderr and "bench cluster" in out.stderr, out.stderr
@@ -308,13 +299,14 @@ def test_a_rotation_that_cannot_reach_redis_changes_nothing_and_restarts_the_hea
     out = _bench(cluster, "cluster", "rotate-secrets", timeout=180)
     assert out.returncode == 1 and "Redis" in out.stderr and "nothing was rotated" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+    assert "after SIGTERM and is killed" not in out.stdout, out.stdout  # the head's servers stopped on SIGTERM
     assert read_secrets(cluster).generation == before.generation
     import psycopg2
 
     psycopg2.connect(**pg_connect_kwargs(load_state(cluster)), password=before.pg_password).close()
     servers = json.loads((cluster / "cluster" / "state.json").read_text())["servers"]
     for name in ("code-server", "daemon", "webserver"):
-        assert servers[name]["pid"] != old_pids[name] and _alive(servers[name]["pid"]), (name, out.stdout)
+        assert servers[name]["pid"] != old_pids[name] and pid_alive(servers[name]["pid"]), (name, out.stdout)
 
 
 # --- the UI backfill's helpers ----------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """How the cluster stops its process groups (`servers.stop_groups`, what `bench cluster down` and `rotate-secrets`
 use), on plain `sleep` processes: an exited process not yet reaped (a zombie) is stopped, a group with one
-member still running is not, and several groups are signalled together, not one timeout after another."""
+member still running is not, several groups are signalled together, not one timeout after another, and a group
+that has to be killed is named. A server `servers.spawn` starts stops on SIGTERM even when `bench` itself ignores
+SIGINT and SIGTERM (a script's background job)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import time
 from pathlib import Path
 
 from bench_assets.platform.cluster.layout import Proc
-from bench_assets.platform.cluster.servers import group_has_running_member, stop_groups
+from bench_assets.platform.cluster.servers import group_has_running_member, spawn, stop_groups
 from bench_assets.platform.fsutil import proc_stat_fields
 
 
@@ -74,9 +76,12 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
 
     timeout_s = 2.0
     started = time.monotonic()
-    running = stop_groups([*procs, Proc(pid=done.pid, argv=["true"], log="")], timeout_s=timeout_s)
+    said: list[str] = []
+    running = stop_groups([*procs, Proc(pid=done.pid, argv=["true"], log="")], timeout_s=timeout_s, say=said.append)
     assert running == procs
     assert time.monotonic() - started >= timeout_s  # TERM was trapped: the kill after the timeout ended them
+    assert [line.split(" (pid ")[1].split(")")[0] for line in said] == [str(p.pid) for p in procs], said
+    assert all("still running 2 s after SIGTERM and is killed" in line for line in said), said
     assert not any(group_has_running_member(p.pid) for p in procs)
     term = [float((tmp_path / f"{n}.term").read_text()) for n in ("a", "b")]
     assert abs(term[0] - term[1]) < timeout_s / 2, term  # one after the other would be a whole timeout apart
@@ -96,3 +101,37 @@ def test_a_command_name_with_spaces_and_parentheses_is_read_past(tmp_path: Path)
     assert group_has_running_member(9, proc=tmp_path)
     assert not group_has_running_member(7, proc=tmp_path)
     assert group_has_running_member(7, proc=tmp_path / "absent")  # no /proc to read: cannot tell, so running
+
+
+def _ignored(pid: int) -> set[int]:
+    """The signals /proc says `pid` ignores (its SigIgn mask)."""
+    mask = int(Path(f"/proc/{pid}/status").read_text().split("SigIgn:")[1].split()[0], 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+def test_a_server_started_by_a_bench_that_ignores_sigint_still_stops_on_sigterm(tmp_path: Path) -> None:
+    """`bench cluster up &` in a script starts with SIGINT ignored, and an ignored signal stays ignored across exec. A
+    Dagster server gives SIGTERM SIGINT's disposition as it starts (dagster/_utils/interrupts.py): the code server
+    used to ignore SIGTERM too, and every `bench cluster down` or `rotate-secrets` waited out the 20 s timeout and
+    killed it. The child below does what the Dagster server does; spawned here, it stops on SIGTERM at once."""
+    up = tmp_path / "up"
+    server = ("import signal, time\n"
+              "signal.signal(signal.SIGTERM, signal.getsignal(signal.SIGINT))  # as a Dagster server starts\n"
+              f"open({str(up)!r}, 'w').close()\n"
+              "while True:\n    time.sleep(0.05)\n")
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for s in before:  # this process as a background job of a script starts (SIGTERM too, for good measure)
+            signal.signal(s, signal.SIG_IGN)
+        proc = spawn(tmp_path, "server", [sys.executable, "-c", server], dict(os.environ), tmp_path)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    _wait_for(up.exists)
+    assert not _ignored(proc.pid) & {signal.SIGINT, signal.SIGTERM}, _ignored(proc.pid)
+    said: list[str] = []
+    timeout_s = 10.0
+    started = time.monotonic()
+    assert stop_groups([proc], timeout_s=timeout_s, say=said.append) == [proc]
+    assert time.monotonic() - started < timeout_s / 2 and not said, said  # SIGTERM stopped it; nothing was killed
+    assert not group_has_running_member(proc.pid)

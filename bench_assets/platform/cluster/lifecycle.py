@@ -350,12 +350,12 @@ def cluster_down(home: Path, say: Any = print) -> list[str]:
             stopped.append(f"worker {w.name} (asked to stop on {w.host or 'its box'})")
         elif w.proc:
             local[w.name] = w.proc
-    running = servers.stop_groups(list(local.values()))  # this box's workers together, before the head
+    running = servers.stop_groups(list(local.values()), say=say)  # this box's workers together, before the head
     stopped += [f"worker {n}" for n, p in local.items() if p in running]
     head = {n: state.servers[n] for n in HEAD_SERVERS if n in state.servers}
-    running = servers.stop_groups(list(head.values()))  # together: none of them needs another to stop
+    running = servers.stop_groups(list(head.values()), say=say)  # together: none of them needs another to stop
     stopped += [n for n, p in head.items() if p in running]
-    if "redis" in state.servers and servers.stop_group(state.servers["redis"]):
+    if "redis" in state.servers and servers.stop_group(state.servers["redis"], say=say):
         stopped.append("redis")
     if "postgres" in state.servers and servers.stop_postgres(home, state.servers["postgres"]):
         stopped.append("postgres")
@@ -440,7 +440,7 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
             con.close()
 
     # Stopped while their credentials still work (they exit in seconds), all three at once.
-    servers.stop_groups([state.servers[n] for n in HEAD_SERVERS if n in state.servers])
+    servers.stop_groups([state.servers[n] for n in HEAD_SERVERS if n in state.servers], say=say)
     try:
         set_pg(new.pg_password, old.pg_password)
         try:
@@ -464,7 +464,7 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     for w in state.workers:
         if not w.joined and _on_this_box(w):
             if w.proc:
-                servers.stop_group(w.proc)
+                servers.stop_group(w.proc, say=say)
             w.proc = start_worker(home, state, w)
     save_state(home, state)
     joined = [w.name for w in state.workers if w.joined]

@@ -16,6 +16,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench_assets.platform.cluster.layout import (  # ClusterError: the cluster verbs' error, raised here too
     DB_NAME,
@@ -30,7 +31,7 @@ from bench_assets.platform.cluster.layout import (  # ClusterError: the cluster 
     redis_conf,
     url_host,
 )
-from bench_assets.platform.fsutil import exited, host_id, pid_alive, proc_stat_fields
+from bench_assets.platform.fsutil import default_signals, exited, host_id, pid_alive, proc_stat_fields
 
 INSTALL_HINT = "install the servers with `sudo apt-get install -y redis-server postgresql` (scripts/system_deps.sh)"
 
@@ -79,13 +80,14 @@ def pick_port(wanted: int, what: str, hosts: tuple[str, ...] | list[str] = (LOOP
 def spawn(home: Path, name: str, argv: list[str], env: dict[str, str], cwd: Path, stdin_text: str | None = None
           ) -> Proc:
     """Start `argv` in a new session with its output in the cluster's log for `name` (`stdin_text`, when given, is
-    written to its standard input: configuration that must not be on a command line)."""
+    written to its standard input: configuration that must not be on a command line), SIGINT and SIGTERM at their
+    default action whatever this process ignores (fsutil.default_signals): `stop_groups` stops it with SIGTERM."""
     log = log_path(home, name)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE, env=env, cwd=cwd,
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=default_signals)
         if stdin_text is not None:
             assert p.stdin is not None
             p.stdin.write(stdin_text.encode())
@@ -112,17 +114,23 @@ def tail(path: str, lines: int = 15) -> str:
         return ""
 
 
-def stop_group(proc: Proc, timeout_s: float = 20.0) -> bool:
+def stop_group(proc: Proc, timeout_s: float = 20.0, say: Callable[[str], Any] | None = None) -> bool:
     """SIGTERM the process group `proc` leads, SIGKILL what is left after `timeout_s`; True if it was running."""
-    return bool(stop_groups([proc], timeout_s))
+    return bool(stop_groups([proc], timeout_s, say))
 
 
-def stop_groups(procs: list[Proc], timeout_s: float = 20.0) -> list[Proc]:
+def stop_groups(procs: list[Proc], timeout_s: float = 20.0, say: Callable[[str], Any] | None = None) -> list[Proc]:
     """stop_group for several groups at once: every one is signalled, then all are waited for together (the
-    slowest sets the time, not the sum); the ones that were running."""
+    slowest sets the time, not the sum); the ones that were running. A group still running `timeout_s` after
+    SIGTERM is killed, and `say` (when given) is told which: a server that ignores SIGTERM is a fault to fix, not
+    a stop to make quietly."""
     running = [p for p in procs if pid_alive(p.pid)]
     left = list(running)
     for sig in (signal.SIGTERM, signal.SIGKILL):
+        if sig == signal.SIGKILL and say is not None:
+            for p in left:
+                say(f"cluster: WARNING: {' '.join(Path(a).name for a in p.argv[:2])} (pid {p.pid}) was still "
+                    f"running {timeout_s:.0f} s after SIGTERM and is killed; its log: {p.log}")
         for p in list(left):
             try:
                 os.killpg(p.pid, sig)
