@@ -292,6 +292,13 @@ def _cluster_lifecycle(r: dict[str, Any]) -> list[str]:
             f"{r['median_down_s']:.1f} s (medians"]
 
 
+def _cluster_lifecycle_background(r: dict[str, Any]) -> list[str]:
+    """docs/scale-out.md's times with every `bench` started with SIGINT ignored (cluster_lifecycle.py --background)."""
+    assert r["sigint_ignored"], "measured without --background"
+    return [f"`rotate-secrets` takes {r['median_rotate_s']:.1f} s and `down` {r['median_down_s']:.1f} s, as in the "
+            "foreground"]
+
+
 def _suite_time_against(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's ratios of a side-by-side run (benchmarks/suite_time.py --against)."""
     return [f"wall x{r['wall_ratio']:.3f} and machine busy x{r['machine_busy_ratio']:.3f}",
@@ -323,6 +330,7 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_overhead.json", _cluster),
     ("docs/scale-out.md", "campaign_simulation.json", _simulation),
     ("docs/scale-out.md", "cluster_lifecycle.json", _cluster_lifecycle),
+    ("docs/scale-out.md", "cluster_lifecycle_background.json", _cluster_lifecycle_background),
     ("docs/report.md", "ui_run_speed.json", _ui_speed),
     ("docs/augbench.md", "materialize_copy.json", _materialize_copy),
     *[("docs/augbench.md", f"augbench_vs_published{run}.json", _agreement)
