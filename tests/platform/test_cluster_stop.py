@@ -60,8 +60,8 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
     having been running; a process already reaped is not."""
     procs = []
     for name in ("a", "b"):
-        # Python, not a shell trap: a shell cannot trap a signal ignored when it started, and a pytest worker may
-        # hand on an ignored SIGTERM from an earlier test; this child sets its own handler and unblocks the signal.
+        # Python, not a shell trap: a shell cannot trap a signal that was ignored when it started; this child sets
+        # its own handler and unblocks the signal, whatever it inherited.
         child = (f"import signal, sys, time\n"
                  f"def term(*_):\n    open({str(tmp_path / (name + '.term'))!r}, 'w').write(repr(time.time()))\n"
                  f"signal.signal(signal.SIGTERM, term)\n"
