@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -72,12 +73,18 @@ def broken(case: str, tmp_path: Path) -> Path:
     return dst
 
 
-def run_bench(*args: str, home: Path, timeout: float = 300, env: dict[str, str] | None = None
-              ) -> subprocess.CompletedProcess[str]:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run_bench(*args: str, home: Path, timeout: float = 300, env: dict[str, str] | None = None,
+              background: bool = False) -> subprocess.CompletedProcess[str]:
     """`bench ARGS` in a process of its own: for tests that show what a process boundary does (a kill, exit codes
-    seen by a shell, concurrent processes, what a fresh interpreter loads)."""
+    seen by a shell, concurrent processes, what a fresh interpreter loads). `background`: started as a script's
+    background job starts it (`bench ... &`), with SIGINT ignored."""
     full_env = {**os.environ, "BENCH_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), **(env or {})}
-    return subprocess.run([*BENCH, *args], cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*BENCH, *args], cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=_ignore_sigint if background else None)
 
 
 def mount_namespace_prefix() -> list[str] | None:

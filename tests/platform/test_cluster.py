@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from bench_assets.platform.cluster.secrets import export_cluster_env
+from bench_assets.platform.cluster.servers import KILLED_AFTER_SIGTERM
 from bench_assets.platform.fsutil import pid_alive
 from tests.conftest import run_bench
 from tests.shared_training import CLUSTER_DATASETS, CLUSTER_EPOCHS, cluster_recipe, one_box_campaign
@@ -49,8 +50,9 @@ LOST: dict[str, str] = {}  # the partition the lost-worker test leaves half-trai
 AUTOMATIONS_OFF = ("report_automation", "rf100vl_automation")
 
 
-def _bench(home: Path, *args: str, timeout: float = 900):  # noqa: ANN202
-    return run_bench(*args, home=home, timeout=timeout, env={"DAGSTER_HOME": str(home / "cluster" / "dagster")})
+def _bench(home: Path, *args: str, timeout: float = 900, background: bool = False):  # noqa: ANN202
+    return run_bench(*args, home=home, timeout=timeout, env={"DAGSTER_HOME": str(home / "cluster" / "dagster")},
+                     background=background)
 
 
 def _pids(home: Path) -> list[int]:
@@ -73,7 +75,9 @@ def cluster(recipe: Path) -> Iterator[Path]:
     # PostgreSQL runs as the `postgres` user when the tests run as root: the home must be reachable by others.
     home = Path(tempfile.mkdtemp(prefix="bench-cluster-", dir="/tmp"))
     home.chmod(0o755)
-    up = _bench(home, "cluster", "up", "--workers", "2", timeout=300)
+    # Started as `bench cluster up &` in a script: with SIGINT ignored, which the servers must not inherit (the
+    # code server then ignored SIGTERM too, and `down` and `rotate-secrets` below had to kill it after 20 s).
+    up = _bench(home, "cluster", "up", "--workers", "2", timeout=300, background=True)
     assert up.returncode == 0, up.stdout + up.stderr
     pids = _pids(home)
     url = f"http://127.0.0.1:{json.loads((home / 'cluster' / 'state.json').read_text())['webserver_port']}"
@@ -84,7 +88,7 @@ def cluster(recipe: Path) -> Iterator[Path]:
     finally:
         down = _bench(home, "cluster", "down", timeout=120)
         assert down.returncode == 0, down.stdout + down.stderr
-        assert "after SIGTERM and is killed" not in down.stdout, down.stdout  # every server stops on SIGTERM
+        assert KILLED_AFTER_SIGTERM not in down.stdout, down.stdout  # every server stops on SIGTERM
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
             time.sleep(0.5)
@@ -299,7 +303,7 @@ def test_a_rotation_that_cannot_reach_redis_changes_nothing_and_restarts_the_hea
     out = _bench(cluster, "cluster", "rotate-secrets", timeout=180)
     assert out.returncode == 1 and "Redis" in out.stderr and "nothing was rotated" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
-    assert "after SIGTERM and is killed" not in out.stdout, out.stdout  # the head's servers stopped on SIGTERM
+    assert KILLED_AFTER_SIGTERM not in out.stdout, out.stdout  # the head's servers stopped on SIGTERM
     assert read_secrets(cluster).generation == before.generation
     import psycopg2
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from bench_assets.platform.cluster.layout import Proc
-from bench_assets.platform.cluster.servers import group_has_running_member, spawn, stop_groups
+from bench_assets.platform.cluster.servers import KILLED_AFTER_SIGTERM, group_has_running_member, spawn, stop_groups
 from bench_assets.platform.fsutil import proc_stat_fields
 
 
@@ -81,7 +81,7 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
     assert running == procs
     assert time.monotonic() - started >= timeout_s  # TERM was trapped: the kill after the timeout ended them
     assert [line.split(" (pid ")[1].split(")")[0] for line in said] == [str(p.pid) for p in procs], said
-    assert all("still running 2 s after SIGTERM and is killed" in line for line in said), said
+    assert all(f"still running 2 s {KILLED_AFTER_SIGTERM}" in line for line in said), said
     assert not any(group_has_running_member(p.pid) for p in procs)
     term = [float((tmp_path / f"{n}.term").read_text()) for n in ("a", "b")]
     assert abs(term[0] - term[1]) < timeout_s / 2, term  # one after the other would be a whole timeout apart

@@ -33,6 +33,7 @@ from bench_assets.platform.cluster.layout import (  # ClusterError: the cluster 
 )
 from bench_assets.platform.fsutil import default_signals, exited, host_id, pid_alive, proc_stat_fields
 
+KILLED_AFTER_SIGTERM = "after SIGTERM and is killed"  # in stop_groups' warning; the cluster tests look for it
 INSTALL_HINT = "install the servers with `sudo apt-get install -y redis-server postgresql` (scripts/system_deps.sh)"
 
 
@@ -129,8 +130,8 @@ def stop_groups(procs: list[Proc], timeout_s: float = 20.0, say: Callable[[str],
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if sig == signal.SIGKILL and say is not None:
             for p in left:
-                say(f"cluster: WARNING: {' '.join(Path(a).name for a in p.argv[:2])} (pid {p.pid}) was still "
-                    f"running {timeout_s:.0f} s after SIGTERM and is killed; its log: {p.log}")
+                say(f"cluster: WARNING: {Path(p.log).stem or Path(p.argv[0]).name} (pid {p.pid}) was still running "
+                    f"{timeout_s:.0f} s {KILLED_AFTER_SIGTERM}; its log: {p.log}")
         for p in list(left):
             try:
                 os.killpg(p.pid, sig)
