@@ -27,6 +27,7 @@ import pytest
 SHM = Path("/dev/shm")
 MIN_FREE_GIB = 8.0  # a whole `make test` peaks well under this (docs/testing.md)
 ROOT_NAME = f"bench-tests-{os.getuid()}"
+CHOICE_ENV = "BENCH_TEST_TMPDIR_CHOICE"
 _chosen: dict[str, str] = {}
 
 
@@ -66,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # an xdist worker: it inherited the controller's TMPDIR
     root, why = tmpfs_root(os.environ)
     _chosen["why"] = why
+    os.environ[CHOICE_ENV] = why  # for the workers' header-less view of it (tests/platform/test_suite_tmpfs.py)
     if root is not None:
         os.environ["TMPDIR"] = str(root)
         tempfile.tempdir = None  # gettempdir() reads TMPDIR again
