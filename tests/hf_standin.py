@@ -217,6 +217,7 @@ def _split_repo_path(segments: list[str]) -> tuple[str, list[str]] | None:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "hf-standin/1"
     protocol_version = "HTTP/1.1"  # keep-alive, as the real client pools connections
+    disable_nagle_algorithm = True  # headers and body are two writes: with Nagle each response waits for an ACK
     hub: HubStandIn  # set on the subclass made per server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
