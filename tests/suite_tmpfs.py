@@ -12,7 +12,8 @@ DuckDB files). Nothing the tests assert depends on the disk: durability across a
 - `TMPDIR` is already set (the caller chose where temporary files go);
 - `BENCH_TEST_TMPFS=0` (to run the suite on the disk, as a deployment writes);
 - /dev/shm is not a tmpfs, is not writable, or has less than `MIN_FREE_GIB` free (a container's default /dev/shm is
-  64 MB; the files use RAM, and Chromium needs /dev/shm too).
+  64 MB; Chromium needs /dev/shm too), or the machine has less than `MIN_FREE_GIB` of RAM available (the files are
+  RAM).
 The run's header says which (`temporary files: ...`).
 """
 
@@ -39,6 +40,17 @@ def _is_tmpfs(path: Path) -> bool:
     return any(len(f) > 2 and f[1] == str(path) and f[2] == "tmpfs" for f in (m.split() for m in mounts))
 
 
+def mem_available_gib(meminfo: Path = Path("/proc/meminfo")) -> float | None:
+    """MemAvailable in GiB, or None where the kernel does not say."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def tmpfs_root(environ: dict[str, str] | os._Environ[str], shm: Path = SHM, min_free_gib: float = MIN_FREE_GIB
                ) -> tuple[Path | None, str]:
     """(the folder to use, why) or (None, why not)."""
@@ -52,6 +64,9 @@ def tmpfs_root(environ: dict[str, str] | os._Environ[str], shm: Path = SHM, min_
     free_gib = st.f_bavail * st.f_frsize / 2**30
     if free_gib < min_free_gib:
         return None, f"on the disk ({shm} has {free_gib:.1f} GiB free, under {min_free_gib:g})"
+    available_gib = mem_available_gib()
+    if available_gib is not None and available_gib < min_free_gib:  # a tmpfs's size is a cap, not RAM set aside
+        return None, f"on the disk ({available_gib:.1f} GiB of RAM available, under {min_free_gib:g})"
     root = shm / ROOT_NAME
     root.mkdir(mode=0o700, exist_ok=True)
     if root.is_symlink() or root.stat().st_uid != os.getuid():

@@ -43,3 +43,12 @@ def test_this_run_writes_where_the_plugin_chose(tmp_path: Path) -> None:
     root = Path(choice.split(" ")[0])
     assert os.environ["TMPDIR"] == str(root) == tempfile.gettempdir()
     assert tmp_path.is_relative_to(root) and (root.stat().st_mode & 0o777) == 0o700
+
+
+def test_ram_available_is_read_from_meminfo(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24576000 kB\nMemFree:         1000 kB\nMemAvailable:   16777216 kB\n")
+    assert suite_tmpfs.mem_available_gib(meminfo) == 16.0
+    meminfo.write_text("MemTotal:       24576000 kB\n")
+    assert suite_tmpfs.mem_available_gib(meminfo) is None
+    assert suite_tmpfs.mem_available_gib(tmp_path / "absent") is None
