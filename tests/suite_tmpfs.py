@@ -71,6 +71,7 @@ def tmpfs_root(environ: dict[str, str] | os._Environ[str], shm: Path = SHM, min_
     root.mkdir(mode=0o700, exist_ok=True)
     if root.is_symlink() or root.stat().st_uid != os.getuid():
         return None, f"on the disk ({root} is not this user's own folder)"
+    root.chmod(0o700)  # a folder left by an older run with a looser mode
     return root, f"{root} (tmpfs, {free_gib:.0f} GiB free; BENCH_TEST_TMPFS=0 for the disk)"
 
 
