@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench_assets.platform.provenance import first_cpu
+from bench_assets.platform.provenance import first_cpu, meminfo_gib
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
@@ -40,10 +40,9 @@ def machine_facts() -> dict[str, Any]:
         # The kind of host: CPU kernels (and so trained weights) differ between kinds (docs/scale-out.md)
         facts["cpu_family_model"] = f"{info.get('cpu family', '?')}/{info.get('model', '?')}"
         facts["cpu_avx512"] = "avx512f" in info.get("flags", "").split()
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                facts["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
-                break
+        total = meminfo_gib("MemTotal")
+        if total is not None:
+            facts["memory_gib"] = round(total, 1)
     except OSError:
         pass
     return facts

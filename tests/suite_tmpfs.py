@@ -25,30 +25,32 @@ from pathlib import Path
 
 import pytest
 
+from bench_assets.platform.provenance import meminfo_gib
+
 SHM = Path("/dev/shm")
 MIN_FREE_GIB = 8.0  # a whole `make test` peaks well under this (docs/testing.md)
 ROOT_NAME = f"bench-tests-{os.getuid()}"
 CHOICE_ENV = "BENCH_TEST_TMPDIR_CHOICE"
+OCTAL_SPACE = "\\040"  # how /proc/mounts writes a space in a path
 _chosen: dict[str, str] = {}
 
 
-def _is_tmpfs(path: Path) -> bool:
+def filesystem_type(path: Path, mounts: str | None = None) -> str | None:
+    """The type of the filesystem `path` lies on: the mount in /proc/mounts (or `mounts`, its text) with the longest
+    mount point that holds `path`; None where it cannot be read. A space in a mount point is written as octal 040."""
     try:
-        mounts = Path("/proc/mounts").read_text().splitlines()
+        text = mounts if mounts is not None else Path("/proc/mounts").read_text()
     except OSError:
-        return False
-    return any(len(f) > 2 and f[1] == str(path) and f[2] == "tmpfs" for f in (m.split() for m in mounts))
-
-
-def mem_available_gib(meminfo: Path = Path("/proc/meminfo")) -> float | None:
-    """MemAvailable in GiB, or None where the kernel does not say."""
-    try:
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 2**20  # kB
-    except (OSError, ValueError, IndexError):
         return None
-    return None
+    best, kind = -1, None
+    resolved = path.resolve()
+    for fields in (line.split() for line in text.splitlines()):
+        if len(fields) < 3:
+            continue
+        point = Path(fields[1].replace(OCTAL_SPACE, " "))
+        if resolved.is_relative_to(point) and len(point.parts) > best:
+            best, kind = len(point.parts), fields[2]
+    return kind
 
 
 def tmpfs_root(environ: dict[str, str] | os._Environ[str], shm: Path = SHM, min_free_gib: float = MIN_FREE_GIB
@@ -58,13 +60,13 @@ def tmpfs_root(environ: dict[str, str] | os._Environ[str], shm: Path = SHM, min_
         return None, f"TMPDIR={environ['TMPDIR']} (set by the caller)"
     if environ.get("BENCH_TEST_TMPFS") == "0":
         return None, "on the disk (BENCH_TEST_TMPFS=0)"
-    if not _is_tmpfs(shm) or not os.access(shm, os.W_OK):
+    if filesystem_type(shm) != "tmpfs" or not os.access(shm, os.W_OK):
         return None, f"on the disk ({shm} is not a writable tmpfs)"
     st = os.statvfs(shm)
     free_gib = st.f_bavail * st.f_frsize / 2**30
     if free_gib < min_free_gib:
         return None, f"on the disk ({shm} has {free_gib:.1f} GiB free, under {min_free_gib:g})"
-    available_gib = mem_available_gib()
+    available_gib = meminfo_gib("MemAvailable")
     if available_gib is not None and available_gib < min_free_gib:  # a tmpfs's size is a cap, not RAM set aside
         return None, f"on the disk ({available_gib:.1f} GiB of RAM available, under {min_free_gib:g})"
     root = shm / ROOT_NAME

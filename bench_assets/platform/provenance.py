@@ -61,20 +61,26 @@ def hardware_label(device: str) -> str:
     return label
 
 
+def meminfo_gib(field: str, meminfo: str | None = None) -> float | None:
+    """A /proc/meminfo field (`MemTotal`, `MemAvailable`, ...) in GiB; None where /proc or the field is absent."""
+    try:
+        text = meminfo if meminfo is not None else Path("/proc/meminfo").read_text()
+        for line in text.splitlines():
+            if line.split(":", 1)[0] == field:
+                return int(line.split()[1]) / 2**20  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def hardware_facts() -> dict[str, Any]:
     """The machine as a submission's `hardware` block describes it: CPU model and cores, RAM, and the first
     CUDA device (name, memory, CUDA version) when torch sees one. Reads torch only if it is already imported."""
     import sys
 
     cpu = first_cpu().get("model name") or platform.processor() or platform.machine()
-    ram_gb = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                ram_gb = round(int(line.split()[1]) / 2**20)
-                break
-    except OSError:
-        pass
+    total = meminfo_gib("MemTotal")
+    ram_gb = None if total is None else round(total)
     facts: dict[str, Any] = {"cpu": cpu, "cpu_cores": os.cpu_count(), "ram_gb": ram_gb, "gpu": None,
                              "gpu_memory_gb": None, "cuda_version": None, "driver_version": None}
     torch = sys.modules.get("torch")
