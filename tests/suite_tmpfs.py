@@ -1,9 +1,9 @@
 """A pytest plugin (tests/conftest.py loads it): the suite's temporary files on a RAM-backed tmpfs when the machine
 has one with room, not on the disk.
 
-Creating a file costs kernel CPU on a disk filesystem; on the ext4 disks of the hosts this suite runs on, copying
-the synthetic campaign (263 files, 121 folders, 1.8 MB) took 0.10-0.15 s of system CPU on the disk and 0.02 s on
-/dev/shm, and the suite creates such trees in nearly every test (private copies, Dagster homes, run folders,
+Creating files and folders costs kernel CPU on a disk filesystem: copying the synthetic campaign the rf100vl tests
+copy for every test costs about three times the system CPU on these hosts' ext4 /tmp as on /dev/shm
+(`benchmarks/tmpfs_copy.py`, quoted in docs/testing.md), and the suite creates such trees in nearly every test (private copies, Dagster homes, run folders,
 DuckDB files). Nothing the tests assert depends on the disk: durability across a power cut is not testable here, and
 `test_disk_full.py` mounts a small tmpfs of its own.
 

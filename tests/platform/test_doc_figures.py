@@ -299,6 +299,14 @@ def _cluster_lifecycle_background(r: dict[str, Any]) -> list[str]:
             "foreground"]
 
 
+def _tmpfs_copy(r: dict[str, Any]) -> list[str]:
+    """docs/testing.md's cost of copying the synthetic campaign on the disk and on tmpfs (benchmarks/tmpfs_copy.py)."""
+    d, t = r["median"]["disk"], r["median"]["tmpfs"]
+    return [f"medians of {r['repeat']} copies each:\n{r['tree']['files']} files in {r['tree']['folders']} folders per "
+            f"copy, a median wall of {d['wall_s']:.3f} s on {r['places']['disk']} and {t['wall_s']:.3f} s on "
+            f"{r['places']['tmpfs']}, of which system CPU\n{d['sys_s']:.3f} s and {t['sys_s']:.3f} s"]
+
+
 def _suite_time_against(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's ratios of a side-by-side run (benchmarks/suite_time.py --against)."""
     return [f"wall x{r['wall_ratio']:.3f} and machine busy x{r['machine_busy_ratio']:.3f}",
@@ -355,6 +363,7 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/testing.md", "suite_time.json", _suite_time),
     ("docs/testing.md", "suite_time_fast.json", _suite_time),
     ("docs/testing.md", "suite_time_against.json", _suite_time_against),
+    ("docs/testing.md", "tmpfs_copy.json", _tmpfs_copy),
     ("docs/testing.md", "suite_time_against_fast.json", _suite_time_against),
     ("docs/testing.md", "suite_profile.json", _suite_profile),
     ("docs/testing.md", "suite_profile_full.json", _suite_profile_full),
