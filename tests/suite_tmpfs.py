@@ -3,9 +3,9 @@ has one with room, not on the disk.
 
 Creating files and folders costs kernel CPU on a disk filesystem: copying the synthetic campaign the rf100vl tests
 copy for every test costs about three times the system CPU on these hosts' ext4 /tmp as on /dev/shm
-(`benchmarks/tmpfs_copy.py`, quoted in docs/testing.md), and the suite creates such trees in nearly every test (private copies, Dagster homes, run folders,
-DuckDB files). Nothing the tests assert depends on the disk: durability across a power cut is not testable here, and
-`test_disk_full.py` mounts a small tmpfs of its own.
+(`benchmarks/tmpfs_copy.py`, quoted in docs/testing.md), and the suite creates such trees in nearly every test
+(private copies, Dagster homes, run folders, DuckDB files). Nothing the tests assert depends on the disk:
+durability across a power cut is not testable here, and `test_disk_full.py` mounts a small tmpfs of its own.
 
 `TMPDIR` is set, for this process, the xdist workers and every process the tests start, to `ROOT_NAME` under
 /dev/shm, and pytest's own temporary folders (`tmp_path`, the shared cache) follow it. Nothing changes when:
