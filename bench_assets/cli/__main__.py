@@ -1,8 +1,12 @@
-"""`python -m bench_assets.cli ...` is `bench ...`."""
-
-import sys
+"""`python -m bench_assets.cli ...` is `bench ...` (the installed `bench` command calls `console`)."""
 
 from bench_assets.cli import main
+from bench_assets.platform.process_exit import exit_process
+
+
+def console() -> None:
+    exit_process(main())
+
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

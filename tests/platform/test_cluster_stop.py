@@ -74,14 +74,14 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
     done.wait()
     _wait_for(lambda: all((tmp_path / f"{n}.up").exists() for n in ("a", "b")))
 
-    timeout_s = 2.0
+    timeout_s = 1.0  # the signals go out together: the two handlers run well within half of it
     started = time.monotonic()
     said: list[str] = []
     running = stop_groups([*procs, Proc(pid=done.pid, argv=["true"], log="")], timeout_s=timeout_s, say=said.append)
     assert running == procs
     assert time.monotonic() - started >= timeout_s  # TERM was trapped: the kill after the timeout ended them
     assert [line.split(" (pid ")[1].split(")")[0] for line in said] == [str(p.pid) for p in procs], said
-    assert all(f"still running 2 s {KILLED_AFTER_SIGTERM}" in line for line in said), said
+    assert all(f"still running {timeout_s:.0f} s {KILLED_AFTER_SIGTERM}" in line for line in said), said
     assert not any(group_has_running_member(p.pid) for p in procs)
     term = [float((tmp_path / f"{n}.term").read_text()) for n in ("a", "b")]
     assert abs(term[0] - term[1]) < timeout_s / 2, term  # one after the other would be a whole timeout apart

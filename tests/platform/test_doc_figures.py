@@ -307,6 +307,14 @@ def _tmpfs_copy(r: dict[str, Any]) -> list[str]:
             f"{r['places']['tmpfs']}, of which system CPU\n{d['sys_s']:.3f} s and {t['sys_s']:.3f} s"]
 
 
+def _process_exit(r: dict[str, Any]) -> list[str]:
+    """docs/testing.md's exit cost of a process with and without the last collections (benchmarks/process_exit.py)."""
+    c = r["exit_cost"]
+    return [f"medians of {r['repeat']} processes each way", *(
+        f"{stack}: {c[stack]['normal']['cpu_s']:.2f} s of CPU to exit as a program returns, "
+        f"{c[stack]['frozen']['cpu_s']:.2f} s" for stack in ("training child", "code location", "both"))]
+
+
 def _suite_time_against(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's ratios of a side-by-side run (benchmarks/suite_time.py --against)."""
     return [f"wall x{r['wall_ratio']:.3f} and machine busy x{r['machine_busy_ratio']:.3f}",
@@ -364,6 +372,7 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/testing.md", "suite_time_fast.json", _suite_time),
     ("docs/testing.md", "suite_time_against.json", _suite_time_against),
     ("docs/testing.md", "tmpfs_copy.json", _tmpfs_copy),
+    ("docs/testing.md", "process_exit.json", _process_exit),
     ("docs/testing.md", "suite_time_against_fast.json", _suite_time_against),
     ("docs/testing.md", "suite_profile.json", _suite_profile),
     ("docs/testing.md", "suite_profile_full.json", _suite_profile_full),

@@ -151,13 +151,13 @@ def test_closed_port_is_unreachable_with_its_network_cause() -> None:
 
 
 def test_silent_endpoint_is_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "1")
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "0.2")  # read as a float (huggingface_hub itself reads whole seconds)
     with socket.socket() as listener:  # accepts TCP connections (backlog) but never answers
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         access = HubAccess.from_env(f"http://127.0.0.1:{listener.getsockname()[1]}")
         failure = _failure_of(lambda: _metadata(access, "lock.json"), access)
-    assert failure.kind is FailureKind.TIMEOUT and access.metadata_timeout_s == 1.0
+    assert failure.kind is FailureKind.TIMEOUT and access.metadata_timeout_s == 0.2
 
 
 def test_offline_mode_is_offline(monkeypatch: pytest.MonkeyPatch) -> None:

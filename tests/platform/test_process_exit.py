@@ -1,0 +1,76 @@
+"""The project's processes end without the interpreter's last garbage collections
+(bench_assets/platform/process_exit.py), and nothing else about their ending changes: the exit code, what they
+printed, atexit handlers. Each entry point is started as `python -m` starts it, with an atexit handler of the test's
+own that reports whether the live objects were frozen when the process ended."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+REPORT_AT_EXIT = ("import atexit, gc, runpy, sys\n"
+                  "atexit.register(lambda: print(f'frozen at exit: {gc.get_freeze_count() > 0}', file=sys.stderr))\n")
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_exit_process_keeps_the_code_the_output_and_the_atexit_handlers() -> None:
+    done = _python(REPORT_AT_EXIT + "from bench_assets.platform.process_exit import exit_process\n"
+                   "cycle = [];  cycle.append(cycle)\n"
+                   "sys.stdout.write('written without a newline')\n"
+                   "exit_process(3)\n")
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "written without a newline"
+    assert "frozen at exit: True" in done.stderr
+
+
+def test_a_process_that_returns_normally_is_not_frozen() -> None:
+    done = _python(REPORT_AT_EXIT + "print('plain')\n")  # the report itself tells the two apart
+    assert done.returncode == 0 and "frozen at exit: False" in done.stderr
+
+
+@pytest.mark.parametrize("module,argv,code,says", [
+    ("bench_assets.rf100vl.training.child.train", [], 1, "usage: python -m bench_assets.rf100vl.training.child.train"),
+    ("bench_assets.rf100vl.training.child.predict", [], 1, "usage: python -m"),
+    ("bench_assets.rf100vl.training.child.weights", [], 2, "usage: python -m"),
+    ("bench_assets.cli", ["score", "/nonexistent/gt.json", "/nonexistent/pred.json"], 1, "no such file"),
+    ("bench_assets.cli.score", ["/nonexistent/gt.json", "/nonexistent/pred.json"], 1, "no such file"),
+], ids=["train-child", "predict-child", "weights-child", "bench", "bench-score"])
+def test_each_entry_point_ends_frozen_with_its_own_code(module: str, argv: list[str], code: int, says: str) -> None:
+    done = _python(REPORT_AT_EXIT + f"sys.argv = [{module!r}, *{argv!r}]\n"
+                   f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n")
+    assert done.returncode == code, done.stderr
+    assert says in done.stderr and "frozen at exit: True" in done.stderr, done.stderr
+
+
+def test_the_installed_bench_command_ends_frozen() -> None:
+    done = _python(REPORT_AT_EXIT + "from importlib.metadata import entry_points\n"
+                   "sys.argv = ['bench', 'score', '/nonexistent/gt.json', '/nonexistent/pred.json']\n"
+                   "entry_points(group='console_scripts')['bench'].load()()\n")
+    assert done.returncode == 1 and "frozen at exit: True" in done.stderr, done.stderr
+
+
+def _main_blocks() -> dict[str, str]:
+    """Each module under bench_assets/ with an `if __name__ == "__main__":` block: the block's source."""
+    blocks = {}
+    for path in sorted((REPO / "bench_assets").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(
+                    node.test):
+                blocks[str(path.relative_to(REPO))] = ast.unparse(node)
+    return blocks
+
+
+def test_every_program_under_bench_assets_ends_through_exit_process() -> None:
+    blocks = _main_blocks()
+    generators = {str(Path("bench_assets/augbench/transform_specs.py"))}  # regenerates a doc: seconds, no torch
+    assert "bench_assets/rf100vl/training/child/families.py" in blocks and generators <= set(blocks)
+    assert [f for f, src in blocks.items() if f not in generators and "exit_process(" not in src] == []
