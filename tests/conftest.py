@@ -16,7 +16,7 @@ pytest_plugins = [
     "tests.suite_cost",  # wall, CPU and the ten most expensive files at the end of every run
     "tests.suite_schedule",  # the workers take the system tests first, on one worker, then the costliest files
     "tests.suite_tmpfs",  # temporary files on /dev/shm where it has room: file creation costs far less CPU there
-    "tests.suite_exit",  # the workers end without the interpreter's last garbage collections over torch and Dagster
+    "tests.suite_gc",  # no garbage collections while collection imports, none at exit (Dagster, torch)
 ]
 
 REPO = Path(__file__).resolve().parents[1]

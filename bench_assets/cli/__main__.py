@@ -1,7 +1,7 @@
 """`python -m bench_assets.cli ...` is `bench ...` (the installed `bench` command calls `console`)."""
 
 from bench_assets.cli import main
-from bench_assets.platform.process_exit import exit_process
+from bench_assets.platform.process_gc import exit_process
 
 
 def console() -> None:

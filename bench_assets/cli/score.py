@@ -134,6 +134,6 @@ def _score(args: argparse.Namespace, gt: Any, dets: Any) -> tuple[dict[str, Any]
 
 
 if __name__ == "__main__":
-    from bench_assets.platform.process_exit import exit_process
+    from bench_assets.platform.process_gc import exit_process
 
     exit_process(main())

@@ -57,10 +57,11 @@ def _execute(instance: Any, defs: Any, run: PoolRun) -> RunOutcome:
 
 def _worker(conn: Any, home: str, load: Callable[[], Any]) -> None:
     from bench_assets.platform.instance import open_instance
-    from bench_assets.platform.process_exit import skip_final_collections
+    from bench_assets.platform.process_gc import collections_paused, skip_final_collections
 
-    instance = open_instance(Path(home))
-    defs = load()
+    with collections_paused():  # Dagster and the code location, loaded for the life of the worker
+        instance = open_instance(Path(home))
+        defs = load()
     while True:
         run = conn.recv()
         if run is None:

@@ -77,6 +77,19 @@ def offline_env() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
+# What every child imports for its work (LibreYOLO builds its models with torchvision's ops).
+CHILD_LIBRARIES = ("torch", "torchvision", "libreyolo")
+
+
+def load_libraries() -> None:
+    """Import `CHILD_LIBRARIES` up front with the garbage collector paused and then frozen (the collections during
+    these imports free nothing: bench_assets/platform/process_gc.py), after the offline settings they read."""
+    from bench_assets.platform.process_gc import load_without_collections
+
+    offline_env()
+    load_without_collections(CHILD_LIBRARIES)
+
+
 def pin_threads() -> int | None:
     """Set torch's (and OpenCV's) intra-op pool to ``OMP_NUM_THREADS`` when it is set.
 

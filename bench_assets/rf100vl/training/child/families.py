@@ -200,6 +200,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from bench_assets.platform.process_exit import exit_process
+    from bench_assets.platform.process_gc import exit_process
 
     exit_process(main())

@@ -39,6 +39,7 @@ from bench_assets.rf100vl.training.child.common import (
     build_model,
     install_class_guard,
     is_oom,
+    load_libraries,
     offline_env,
     pin_threads,
     read_spec_arg,
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                          PredictSpec)
     if spec is None:
         return EXIT_FAILED
+    load_libraries()
     reporter = Reporter()
     images = detections = 0
     inference = None
@@ -205,6 +207,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from bench_assets.platform.process_exit import exit_process
+    from bench_assets.platform.process_gc import exit_process
 
     exit_process(main())

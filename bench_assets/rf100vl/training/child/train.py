@@ -38,6 +38,7 @@ from bench_assets.rf100vl.training.child.common import (
     install_atomic_torch_save,
     install_class_guard,
     is_oom,
+    load_libraries,
     model_class,
     offline_env,
     pin_threads,
@@ -664,6 +665,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = read_spec_arg(sys.argv[1:] if argv is None else argv, "bench_assets.rf100vl.training.child.train", TrainSpec)
     if spec is None:
         return EXIT_FAILED
+    load_libraries()
     run_dir = Path(spec.run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _on_sigterm)
@@ -706,6 +708,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from bench_assets.platform.process_exit import exit_process
+    from bench_assets.platform.process_gc import exit_process
 
     exit_process(main())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_assets.platform.fsutil import sha256_file
-from bench_assets.rf100vl.training.child.common import model_class, offline_env
+from bench_assets.rf100vl.training.child.common import load_libraries, model_class, offline_env
 
 NB_CLASSES = 80  # COCO: what LibreYOLO's published detection weights were trained on
 
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 3:
         print("usage: python -m bench_assets.rf100vl.training.child.weights FAMILY SIZE PATH", file=sys.stderr)
         return 2
+    load_libraries()
     try:
         print(json.dumps(inspect_weights(args[0], args[1], Path(args[2]))))
     except Exception as exc:  # noqa: BLE001 - any unreadable file is reported the same way
@@ -97,6 +98,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from bench_assets.platform.process_exit import exit_process
+    from bench_assets.platform.process_gc import exit_process
 
     exit_process(main())

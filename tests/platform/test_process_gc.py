@@ -1,7 +1,9 @@
-"""The project's processes end without the interpreter's last garbage collections
-(bench_assets/platform/process_exit.py), and nothing else about their ending changes: the exit code, what they
-printed, atexit handlers. Each entry point is started as `python -m` starts it, with an atexit handler of the test's
-own that reports whether the live objects were frozen when the process ended."""
+"""The garbage collector at the two ends of the project's processes (bench_assets/platform/process_gc.py): no
+collections while a block of imports runs, what it loaded frozen after; and an exit without the interpreter's last
+collections, nothing else about the ending changed (the exit code, what was printed, atexit handlers). Each entry
+point is started as `python -m` starts it, with an atexit handler of the test's own that reports whether the live
+objects were frozen when the process ended. Every case runs in a fresh interpreter: freezing is for a whole
+process, never for the pytest worker's."""
 
 from __future__ import annotations
 
@@ -23,13 +25,44 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_exit_process_keeps_the_code_the_output_and_the_atexit_handlers() -> None:
-    done = _python(REPORT_AT_EXIT + "from bench_assets.platform.process_exit import exit_process\n"
+    done = _python(REPORT_AT_EXIT + "from bench_assets.platform.process_gc import exit_process\n"
                    "cycle = [];  cycle.append(cycle)\n"
                    "sys.stdout.write('written without a newline')\n"
                    "exit_process(3)\n")
     assert done.returncode == 3, done.stderr
     assert done.stdout == "written without a newline"
     assert "frozen at exit: True" in done.stderr
+
+
+def test_a_paused_block_runs_no_collection_then_freezes_what_it_loaded(tmp_path: Path) -> None:
+    (tmp_path / "heavy_module.py").write_text(  # an import that allocates like a library: cycles, many of them
+        "NODES = []\nfor _ in range(300_000):\n    node = []\n    node.append(node)\n    NODES.append(node)\n")
+    done = _python(
+        f"import gc, sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
+        "from bench_assets.platform.process_gc import collections_paused, load_without_collections\n"
+        "started = []\n"
+        "gc.callbacks.append(lambda phase, info: started.append(info['generation']) if phase == 'start' else None)\n"
+        "load_without_collections(['heavy_module'])\n"
+        "during, frozen, enabled = len(started), gc.get_freeze_count(), gc.isenabled()\n"
+        "import heavy_module\n"
+        "for _ in range(300_000):\n    node = []\n    node.append(node)\n"
+        "after = len(started) - during\n"
+        "gc.disable()\n"
+        "with collections_paused():\n    pass\n"
+        "print(during, frozen >= len(heavy_module.NODES), enabled, after > 0, gc.isenabled())\n")
+    assert done.returncode == 0, done.stderr
+    # none during the import, the module's objects frozen, the collector back on and collecting; left off when it
+    # was off before the block
+    assert done.stdout.split() == ["0", "True", "True", "True", "False"], done.stdout
+
+
+def test_the_same_import_with_the_collector_on_collects(tmp_path: Path) -> None:
+    (tmp_path / "heavy_module.py").write_text(
+        "NODES = []\nfor _ in range(300_000):\n    node = []\n    node.append(node)\n    NODES.append(node)\n")
+    done = _python(f"import gc, sys\nsys.path.insert(0, {str(tmp_path)!r})\nstarted = []\n"
+                   "gc.callbacks.append(lambda phase, info: started.append(1) if phase == 'start' else None)\n"
+                   "import heavy_module\nprint(len(started))\n")
+    assert int(done.stdout) > 0  # what the paused block saves is real: this import triggers collections
 
 
 def test_a_process_that_returns_normally_is_not_frozen() -> None:
