@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from bench_assets.augbench.transform_specs import REFERENCE_LIBRARY
 
@@ -145,6 +144,8 @@ def spearman(x: Iterable[float], y: Iterable[float]) -> float | None:
         raise ValueError(f"spearman: {a.size} values against {b.size}")
     if a.size < 2:
         return None
+    from scipy.stats import rankdata  # here, not at import: scipy.stats takes about a second to import
+
     ra, rb = rankdata(a) - (a.size + 1) / 2, rankdata(b) - (b.size + 1) / 2
     den = math.sqrt(float(np.dot(ra, ra)) * float(np.dot(rb, rb)))
     if den == 0:

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
 
 from bench_assets.augbench import agreement as ag
 from bench_assets.augbench.catalog import paper_set
@@ -41,6 +40,8 @@ def _ours(scale: float = 3.7, **changes: float) -> dict[tuple[str, str], float]:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_spearman_equals_scipy_on_skewed_data_with_ties(seed: int) -> None:
+    from scipy.stats import spearmanr
+
     rng = np.random.default_rng(seed)
     x = rng.lognormal(0, 2.5, 40)  # heavy right tail, several decades
     y = x * rng.lognormal(0, 1.5, 40)
@@ -69,6 +70,8 @@ def test_identical_ratios_on_another_machine_agree_fully() -> None:
 def test_same_winner_counts_pairs_whose_faster_library_flips() -> None:
     # torchvision/B: published 0.5 (albx faster) -> 1.2 (torchvision faster); within 3x, so not an outlier
     # kornia/C: published 0.3 -> 0.87: same winner (albx), 2.9x off is within 3x
+    from scipy.stats import spearmanr
+
     res = ag.compare(_ours(torchvision__B=1.2, kornia__C=0.87), PUB, {})
     flips = [(p.transform, p.library) for p in res.pairs if not p.same_winner]
     assert flips == [("B", "torchvision")]

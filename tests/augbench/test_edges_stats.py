@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
 
 from bench_assets.augbench.bootstrap import ratio_interval
 from bench_assets.augbench.stats import UNSTABLE_CV, percentile, summarize, t_quantile_975
@@ -18,6 +17,8 @@ from bench_assets.augbench.stats import UNSTABLE_CV, percentile, summarize, t_qu
 
 @pytest.mark.parametrize("df", [1, 2, 3, 10, 29, 30])
 def test_t_quantile_of_the_table_is_scipys_to_the_tables_six_decimals(df: int) -> None:
+    from scipy import stats as scipy_stats
+
     assert t_quantile_975(df) == pytest.approx(float(scipy_stats.t.ppf(0.975, df)), abs=5e-7)
 
 
@@ -30,6 +31,8 @@ def test_the_table_is_used_up_to_30_degrees_of_freedom_and_the_expansion_beyond(
 @pytest.mark.parametrize("df", [31, 35, 40, 60, 100, 1000, 10**6])
 def test_t_quantile_beyond_the_table_is_scipys_within_the_documented_error(df: int) -> None:
     """The Cornish-Fisher expansion: error < 1e-5 beyond df 30 (stats.py); scipy is the reference."""
+    from scipy import stats as scipy_stats
+
     assert t_quantile_975(df) == pytest.approx(float(scipy_stats.t.ppf(0.975, df)), abs=1e-7)
 
 
@@ -58,6 +61,8 @@ def test_percentile_of_nothing_is_an_error() -> None:
 
 
 def test_summary_of_two_values_uses_the_t_quantile_with_one_degree_of_freedom() -> None:
+    from scipy import stats as scipy_stats
+
     s = summarize([9.0, 11.0])
     std = math.sqrt(2.0)
     half = float(scipy_stats.t.ppf(0.975, 1)) * std / math.sqrt(2)
@@ -68,6 +73,8 @@ def test_summary_of_two_values_uses_the_t_quantile_with_one_degree_of_freedom() 
 
 
 def test_summary_of_32_values_uses_the_expansion_and_matches_scipy() -> None:
+    from scipy import stats as scipy_stats
+
     values = [float(v) for v in range(100, 132)]
     s = summarize(values)
     sem = float(np.std(values, ddof=1)) / math.sqrt(len(values))

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats as scipy_stats
 
 from bench_assets.augbench.agreement import spearman
 from bench_assets.augbench.bootstrap import N_BOOT, SEED, ratio_interval
@@ -75,6 +74,8 @@ def close(got: float, want: float, scale: float) -> bool:
 def test_summary_matches_numpy_and_scipy(values: list[float]) -> None:
     """median, percentiles, mean, std (n - 1), cv, the Student-t interval on the mean, n and `unstable`, each
     against its numpy / scipy counterpart."""
+    from scipy import stats as scipy_stats
+
     s = summarize(values)
     n = len(values)
     big = max(values)
@@ -119,6 +120,8 @@ def test_percentile_matches_numpy(values: list[float], q: float) -> None:
 @given(df=st.one_of(st.integers(1, 40), st.integers(41, 10**6)))
 def test_t_quantile_matches_scipy(df: int) -> None:
     """Within the table's rounding (6 decimals) up to df 30, within the documented 1e-5 beyond."""
+    from scipy import stats as scipy_stats
+
     want = float(scipy_stats.t.ppf(0.975, df))
     assert abs(t_quantile_975(df) - want) <= (5e-7 if df <= 30 else 1e-5), (df, t_quantile_975(df), want)
 
@@ -147,6 +150,8 @@ ranked = st.integers(2, 40).flatmap(lambda n: st.tuples(
 @given(xy=ranked)
 def test_spearman_matches_scipy(xy: tuple[list[float], list[float]]) -> None:
     """Average ranks on ties, as scipy; None exactly where scipy has no value (a constant side)."""
+    from scipy import stats as scipy_stats
+
     x, y = xy
     got = spearman(x, y)
     if len(set(x)) == 1 or len(set(y)) == 1:
