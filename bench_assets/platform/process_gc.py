@@ -11,7 +11,8 @@ docs/testing.md).
 - `collections_paused()`: a block (a process's imports, a code location's loading) run with the collector paused,
   after which everything alive moves into the permanent generation (`gc.freeze()`), so the collections that follow
   no longer walk the libraries' objects; `load_without_collections(modules)` imports modules in such a block.
-- `exit_process(code)`: `sys.exit(code)` after `gc.freeze()`: the process ends without its last collections.
+- `skip_final_collections()`: `gc.freeze()` as the process ends (an atexit handler: it runs once threading has
+  joined the process's threads, and before the last collections); `exit_process(code)` is `sys.exit(code)` with it.
 
 Nothing else changes: reference counting frees what it frees, atexit handlers run (logging flushes its handlers),
 and a file is closed where the code closes it. Every artifact the project writes is written atomically and closed
@@ -21,12 +22,15 @@ training children, `bench`, the run pool's workers), never for a function a long
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import NoReturn
+
+_registered: list[bool] = []
 
 
 @contextmanager
@@ -50,11 +54,14 @@ def load_without_collections(modules: Iterable[str]) -> None:
 
 
 def skip_final_collections() -> None:
-    """Leave the objects alive now to the operating system at exit (call it once the process's work is done)."""
-    gc.freeze()
+    """Freeze what is alive once the process is ending: after threading's wait for its threads (a thread that some
+    object's collection would stop keeps that chance), before the interpreter's last collections."""
+    if not _registered:
+        atexit.register(gc.freeze)
+        _registered.append(True)
 
 
 def exit_process(code: int | None) -> NoReturn:
-    """`sys.exit(code)` without the interpreter's last garbage collections over what the process imported."""
+    """`sys.exit(code)`, ending without the interpreter's last garbage collections over what the process imported."""
     skip_final_collections()
     sys.exit(code)

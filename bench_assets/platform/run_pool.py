@@ -65,7 +65,7 @@ def _worker(conn: Any, home: str, load: Callable[[], Any]) -> None:
     while True:
         run = conn.recv()
         if run is None:
-            skip_final_collections()  # the worker's exit without a second of garbage collection over Dagster
+            skip_final_collections()  # its exit without the last collections over Dagster and the code location
             return
         try:
             outcome = _execute(instance, defs, run)

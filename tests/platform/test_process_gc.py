@@ -8,6 +8,8 @@ process, never for the pytest worker's."""
 from __future__ import annotations
 
 import ast
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.shared_training import train_spec
 
 REPORT_AT_EXIT = ("import atexit, gc, runpy, sys\n"
                   "atexit.register(lambda: print(f'frozen at exit: {gc.get_freeze_count() > 0}', file=sys.stderr))\n")
@@ -87,7 +90,7 @@ def test_each_entry_point_ends_frozen_with_its_own_code(module: str, argv: list[
 def test_the_installed_bench_command_ends_frozen() -> None:
     done = _python(REPORT_AT_EXIT + "from importlib.metadata import entry_points\n"
                    "sys.argv = ['bench', 'score', '/nonexistent/gt.json', '/nonexistent/pred.json']\n"
-                   "entry_points(group='console_scripts')['bench'].load()()\n")
+                   "sys.exit(entry_points(group='console_scripts')['bench'].load()())\n")  # as the script does
     assert done.returncode == 1 and "frozen at exit: True" in done.stderr, done.stderr
 
 
@@ -107,3 +110,34 @@ def test_every_program_under_bench_assets_ends_through_exit_process() -> None:
     generators = {str(Path("bench_assets/augbench/transform_specs.py"))}  # regenerates a doc: seconds, no torch
     assert "bench_assets/rf100vl/training/child/families.py" in blocks and generators <= set(blocks)
     assert [f for f, src in blocks.items() if f not in generators and "exit_process(" not in src] == []
+
+
+def _broken_torch(tmp_path: Path) -> dict[str, str]:
+    """An environment whose `torch` cannot be imported (a planted package earlier on the path)."""
+    (tmp_path / "planted" / "torch").mkdir(parents=True)
+    (tmp_path / "planted" / "torch" / "__init__.py").write_text("raise ImportError('planted: this torch is broken')\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "planted"), str(REPO)])}
+
+
+def _train_child(tmp_path: Path, spec: dict[str, object]) -> dict[str, object]:
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    subprocess.run([sys.executable, "-m", "bench_assets.rf100vl.training.child.train", str(tmp_path / "spec.json")],
+                   cwd=REPO, env=_broken_torch(tmp_path), capture_output=True, text=True, timeout=120)
+    return json.loads((tmp_path / "run" / "result.json").read_text())
+
+
+def test_a_training_child_whose_libraries_fail_to_import_still_writes_its_result(tmp_path: Path) -> None:
+    result = _train_child(tmp_path, train_spec(tmp_path / "no-dataset", tmp_path / "run"))
+    assert result["status"] == "failed" and "planted: this torch is broken" in result["message"], result
+
+
+def test_a_spec_that_contradicts_itself_fails_before_the_libraries_load(tmp_path: Path) -> None:
+    result = _train_child(tmp_path, train_spec(tmp_path / "no-dataset", tmp_path / "run", num_classes=3))
+    assert result["status"] == "failed" and "num_classes=3 but 2 class_names" in result["message"], result
+
+
+def test_the_weights_child_names_a_library_that_fails_to_import(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "bench_assets.rf100vl.training.child.weights", "yolo9", "t",
+                           str(tmp_path / "w.pt")], cwd=REPO, env=_broken_torch(tmp_path), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1 and "ImportError: planted: this torch is broken" in done.stderr, done.stderr

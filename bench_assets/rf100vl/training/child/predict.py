@@ -40,7 +40,6 @@ from bench_assets.rf100vl.training.child.common import (
     install_class_guard,
     is_oom,
     load_libraries,
-    offline_env,
     pin_threads,
     read_spec_arg,
     require_local_file,
@@ -145,7 +144,7 @@ def run_predict(spec: PredictSpec, reporter: Reporter) -> tuple[int, int, dict[s
     if len(spec.class_names) != spec.num_classes:
         raise ValueError(f"num_classes={spec.num_classes} but {len(spec.class_names)} class_names")
 
-    offline_env()
+    load_libraries()  # after the spec's own checks: a bad spec fails before seconds of imports
     pin_threads()
     out_path = Path(spec.out_path).resolve()
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -185,7 +184,6 @@ def main(argv: list[str] | None = None) -> int:
                          PredictSpec)
     if spec is None:
         return EXIT_FAILED
-    load_libraries()
     reporter = Reporter()
     images = detections = 0
     inference = None

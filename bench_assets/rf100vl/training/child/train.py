@@ -40,7 +40,6 @@ from bench_assets.rf100vl.training.child.common import (
     is_oom,
     load_libraries,
     model_class,
-    offline_env,
     pin_threads,
     precision_to_amp,
     read_spec_arg,
@@ -560,7 +559,7 @@ class _Run:
         """Set up this process (offline, pinned threads, atomic checkpoint writes, no stale temporaries) and
         write data.yaml; return the thread count pinned and the data.yaml path."""
         spec, run_dir = self.spec, self.run_dir
-        offline_env()
+        load_libraries()  # after the spec's own checks: a bad spec fails before seconds of imports
         threads = pin_threads()
         install_atomic_torch_save()
         install_class_guard(spec.num_classes)  # validation scores only the dataset's classes (RF-DETR's background)
@@ -665,7 +664,6 @@ def main(argv: list[str] | None = None) -> int:
     spec = read_spec_arg(sys.argv[1:] if argv is None else argv, "bench_assets.rf100vl.training.child.train", TrainSpec)
     if spec is None:
         return EXIT_FAILED
-    load_libraries()
     run_dir = Path(spec.run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _on_sigterm)

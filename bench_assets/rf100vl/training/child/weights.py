@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_assets.platform.fsutil import sha256_file
-from bench_assets.rf100vl.training.child.common import load_libraries, model_class, offline_env
+from bench_assets.rf100vl.training.child.common import load_libraries, model_class
 
 NB_CLASSES = 80  # COCO: what LibreYOLO's published detection weights were trained on
 
@@ -61,7 +61,7 @@ def loaded_from(model: Any, path: Path) -> dict[str, Any]:
 
 def inspect_weights(family: str, size: str, path: Path) -> dict[str, Any]:
     """The counts described in the module docstring."""
-    offline_env()
+    load_libraries()  # offline settings first, then the libraries without collections
     cls = model_class(family)
     model = cls._from_scratch(size=size, nb_classes=NB_CLASSES, device="cpu", seed=0).model
     target = model.state_dict()
@@ -88,7 +88,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 3:
         print("usage: python -m bench_assets.rf100vl.training.child.weights FAMILY SIZE PATH", file=sys.stderr)
         return 2
-    load_libraries()
     try:
         print(json.dumps(inspect_weights(args[0], args[1], Path(args[2]))))
     except Exception as exc:  # noqa: BLE001 - any unreadable file is reported the same way
