@@ -12,12 +12,6 @@ import os
 import sys
 
 from bench_assets.cli.common import fail
-from bench_assets.platform.process_gc import skip_final_collections
-
-# A process that runs `bench` (the installed command, `python -m bench_assets.cli`, a cluster's Celery worker) ends
-# without the interpreter's last garbage collections over Dagster and the code location (platform/process_gc.py).
-# At exit only: a process that calls main() in its own life (a test) is not touched before it ends.
-skip_final_collections()
 
 
 def build_parser() -> argparse.ArgumentParser:

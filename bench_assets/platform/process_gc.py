@@ -17,7 +17,7 @@ docs/testing.md).
 Nothing else changes: reference counting frees what it frees, atexit handlers run (logging flushes its handlers),
 and a file is closed where the code closes it. Every artifact the project writes is written atomically and closed
 before its process returns, so nothing waits on a finalizer at exit. Both are for a process's own entry point (the
-training children, `bench`, the run pool's workers), never for a function a long-lived process calls.
+training children, `bench score`, the run pool's workers), never for a function a long-lived process calls.
 """
 
 from __future__ import annotations

@@ -77,9 +77,8 @@ def test_a_process_that_returns_normally_is_not_frozen() -> None:
     ("bench_assets.rf100vl.training.child.train", [], 1, "usage: python -m bench_assets.rf100vl.training.child.train"),
     ("bench_assets.rf100vl.training.child.predict", [], 1, "usage: python -m"),
     ("bench_assets.rf100vl.training.child.weights", [], 2, "usage: python -m"),
-    ("bench_assets.cli", ["score", "/nonexistent/gt.json", "/nonexistent/pred.json"], 1, "no such file"),
     ("bench_assets.cli.score", ["/nonexistent/gt.json", "/nonexistent/pred.json"], 1, "no such file"),
-], ids=["train-child", "predict-child", "weights-child", "bench", "bench-score"])
+], ids=["train-child", "predict-child", "weights-child", "bench-score"])
 def test_each_entry_point_ends_frozen_with_its_own_code(module: str, argv: list[str], code: int, says: str) -> None:
     done = _python(REPORT_AT_EXIT + f"sys.argv = [{module!r}, *{argv!r}]\n"
                    f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n")
@@ -87,11 +86,12 @@ def test_each_entry_point_ends_frozen_with_its_own_code(module: str, argv: list[
     assert says in done.stderr and "frozen at exit: True" in done.stderr, done.stderr
 
 
-def test_the_installed_bench_command_ends_frozen() -> None:
-    done = _python(REPORT_AT_EXIT + "from importlib.metadata import entry_points\n"
-                   "sys.argv = ['bench', 'score', '/nonexistent/gt.json', '/nonexistent/pred.json']\n"
-                   "sys.exit(entry_points(group='console_scripts')['bench'].load()())\n")  # as the script does
-    assert done.returncode == 1 and "frozen at exit: True" in done.stderr, done.stderr
+def test_bench_itself_ends_as_a_python_program_does() -> None:
+    """Not frozen: a `bench` process may be a cluster's Celery worker or the one restarting its servers
+    (bench_assets/cli/__main__.py says why)."""
+    done = _python(REPORT_AT_EXIT + "sys.argv = ['bench', 'score', '/nonexistent/gt.json', '/nonexistent/pred.json']\n"
+                   "runpy.run_module('bench_assets.cli', run_name='__main__', alter_sys=True)\n")
+    assert done.returncode == 1 and "frozen at exit: False" in done.stderr, done.stderr
 
 
 def _main_blocks() -> dict[str, str]:
@@ -107,7 +107,8 @@ def _main_blocks() -> dict[str, str]:
 
 def test_every_program_under_bench_assets_ends_through_exit_process() -> None:
     blocks = _main_blocks()
-    generators = {str(Path("bench_assets/augbench/transform_specs.py"))}  # regenerates a doc: seconds, no torch
+    generators = {str(Path("bench_assets/augbench/transform_specs.py")),  # regenerates a doc: seconds, no torch
+                  str(Path("bench_assets/cli/__main__.py"))}  # bench: test_bench_itself_ends_as_a_python_program_does
     assert "bench_assets/rf100vl/training/child/families.py" in blocks and generators <= set(blocks)
     assert [f for f, src in blocks.items() if f not in generators and "exit_process(" not in src] == []
 
