@@ -13,26 +13,22 @@ exit: the run's last hook has reported everything, and each test's files are wri
 
 from __future__ import annotations
 
-import gc
+from contextlib import ExitStack
 
 import pytest
 
-from bench_assets.platform.process_gc import skip_final_collections
+from bench_assets.platform.process_gc import collections_paused, skip_final_collections
 
-_paused: dict[str, bool] = {}
+_collection = ExitStack()  # holds the paused block from pytest_configure until the tests start
 
 
 def _resume() -> None:
-    if _paused.pop("collection", False):
-        gc.freeze()
-        gc.enable()
+    _collection.close()  # once: closing it again does nothing
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if gc.isenabled():
-        gc.disable()
-        _paused["collection"] = True
+    _collection.enter_context(collections_paused())
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -30,8 +30,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
-_registered: list[bool] = []
-
 
 @contextmanager
 def collections_paused() -> Iterator[None]:
@@ -56,9 +54,7 @@ def load_without_collections(modules: Iterable[str]) -> None:
 def skip_final_collections() -> None:
     """Freeze what is alive once the process is ending: after threading's wait for its threads (a thread that some
     object's collection would stop keeps that chance), before the interpreter's last collections."""
-    if not _registered:
-        atexit.register(gc.freeze)
-        _registered.append(True)
+    atexit.register(gc.freeze)
 
 
 def exit_process(code: int | None) -> NoReturn:
