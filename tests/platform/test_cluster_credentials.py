@@ -183,3 +183,21 @@ def test_a_database_made_before_passwords_is_set_aside_not_locked(tmp_path: Path
     assert "moved to" in said[0] and "artifacts under BENCH_HOME are unchanged" in said[0]
     _set_aside_passwordless_database(tmp_path, said.append)  # nothing there now: nothing moved, nothing said
     assert len(said) == 1
+
+
+def test_rotation_is_refused_while_a_step_is_on_record_naming_its_run_and_steps(tmp_path: Path) -> None:
+    from bench_assets.platform.cluster.layout import save_state, worker_dir
+    from bench_assets.platform.cluster.lifecycle import rotate_secrets
+
+    save_state(tmp_path, _state(tmp_path))
+    tasks = worker_dir(tmp_path, "box1") / "tasks"
+    tasks.mkdir(parents=True)
+    (tasks / "t-1.json").write_text(json.dumps({"task_id": "t-1", "run_id": "run-abc", "pid": 4242,
+                                                "step_keys": ["rf100vl__scores"], "started": 0}))
+    (tasks / "t-2.json").write_text("{half a rec")  # being written: still a step on that worker
+    with pytest.raises(ClusterError) as refused:
+        rotate_secrets(tmp_path)
+    message = str(refused.value)
+    assert "steps are running on box1 (run run-abc, steps ['rf100vl__scores'], pid 4242" in message, message
+    assert "box1 (t-2.json)" in message and "--force" in message, message
+    assert not secrets_path(tmp_path).exists()  # refused before anything changed

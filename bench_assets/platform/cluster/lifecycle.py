@@ -5,6 +5,7 @@ credentials they share. The pieces are in `layout.py` (what and where), `servers
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -401,6 +402,23 @@ def _steps_done_by_worker(home: Path) -> dict[str, int]:
     return out
 
 
+def running_steps(home: Path, state: ClusterState) -> list[str]:
+    """The steps the workers have on record as running (their tasks/ records, worker_app), one line each: worker,
+    run id, step keys and for how long, so a refusal names what it waits for."""
+    out = []
+    for w in state.workers:
+        for path in sorted((worker_dir(home, w.name) / "tasks").glob("*.json")):
+            try:
+                task = json.loads(path.read_text())
+            except (OSError, ValueError):  # a record being moved or written: still a step on that worker
+                out.append(f"{w.name} ({path.name})")
+                continue
+            since = time.time() - float(task.get("started") or time.time())
+            out.append(f"{w.name} (run {task.get('run_id')}, steps {task.get('step_keys')}, "
+                       f"pid {task.get('pid')}, for {since:.0f} s)")
+    return out
+
+
 def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     """`bench cluster rotate-secrets`, on the head box: new passwords for PostgreSQL (sent as a SCRAM verifier, so
     the clear password never reaches the server or its log) and Redis (`CONFIG SET requirepass`), written to
@@ -420,7 +438,7 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     if state.host not in ("", host_id()):
         raise ClusterError(f"run `bench cluster rotate-secrets` on the head box ({state.host}): it restarts the "
                            "servers' processes there")
-    busy = sorted(w.name for w in state.workers if list((worker_dir(home, w.name) / "tasks").glob("*.json")))
+    busy = running_steps(home, state)
     if busy and not force:
         raise ClusterError(f"steps are running on {', '.join(busy)}: they would lose the database when the password "
                            "changes; wait until `bench cluster status` shows none running, or pass --force")
