@@ -206,6 +206,10 @@ def test_the_campaign_runs_on_the_joined_box_and_scores_as_one_box(boxes: Boxes)
     assert {"rf100vl__checkpoint", "rf100vl__predictions", "rf100vl__scores"} <= steps, steps
     assert {d["worker"] for d in done} == {"far"}
     assert _scores(boxes.home) == _scores(boxes.reference)  # the far box predicted and scored as one box did
+    runs = [json.loads(line) for line in _runs(boxes).splitlines()]
+    ok = {r["tags"].get("dagster/partition") for r in runs if r["job"] == "rf100vl_campaign_job"
+          and r["status"] == "SUCCESS"}
+    assert {f"{d}|yolo9-t" for d in CLUSTER_DATASETS} <= ok, runs
 
 
 def test_nothing_listens_on_an_address_not_asked_for(boxes: Boxes) -> None:
@@ -268,6 +272,30 @@ print(total, cur.fetchone()[0])
     assert events > 100 and hits == 0, leaked  # the campaign's events are there, with no password in any
 
 
+RUNS_PROBE = """
+import json, os, sys
+from pathlib import Path
+import dagster as dg
+from bench_assets.platform.cluster.secrets import export_cluster_env
+home = Path(os.environ["BENCH_HOME"])
+os.environ["DAGSTER_HOME"] = str(home / "cluster" / "dagster")
+export_cluster_env(home)
+with dg.DagsterInstance.get() as inst:
+    for rec in inst.get_run_records(limit=50):
+        run = rec.dagster_run
+        print(json.dumps({"run": run.run_id, "job": run.job_name, "status": run.status.value,
+                          "created": rec.create_timestamp.isoformat(), "tags": {k: v for k, v in run.tags.items()
+                          if k.startswith(("dagster/partition", "dagster/sensor", "dagster/backfill",
+                                           "dagster/automation"))}}))
+"""
+
+
+def _runs(b: Boxes) -> str:
+    """Every run the cluster's instance holds (job, status, creation time, partition and the sensor or automation
+    that asked for it), one JSON line each, read from the head box."""
+    return _py(b, "head", RUNS_PROBE)
+
+
 def _wait_until_no_step_runs(b: Boxes, timeout_s: float = 90) -> None:
     """What rotate-secrets' refusal tells a person to do: wait until the workers have no step on record. A record
     outliving the campaign that wrote it is reported as a warning (which run, which steps), and one that stays
@@ -280,12 +308,13 @@ def _wait_until_no_step_runs(b: Boxes, timeout_s: float = 90) -> None:
     start, first = time.monotonic(), running_steps(b.home, state)
     running = first
     while running:
-        assert time.monotonic() - start < timeout_s, f"steps still on record after {timeout_s:.0f} s: {running}"
+        assert time.monotonic() - start < timeout_s, (f"steps still on record after {timeout_s:.0f} s: {running}; "
+                                                      f"the instance's runs:\n{_runs(b)}")
         time.sleep(1)
         running = running_steps(b.home, state)
     if first:
-        warnings.warn(f"rotate-secrets waited {time.monotonic() - start:.0f} s after the campaign for {first}",
-                      stacklevel=1)
+        warnings.warn(f"rotate-secrets waited {time.monotonic() - start:.0f} s after the campaign for {first}; "
+                      f"the instance's runs:\n{_runs(b)}", stacklevel=1)
 
 
 def test_rotated_credentials_lock_the_old_ones_out_and_the_joined_box_comes_back(boxes: Boxes) -> None:
