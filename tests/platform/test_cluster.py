@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from bench_assets.platform.cluster.secrets import export_cluster_env
-from bench_assets.platform.cluster.servers import KILLED_AFTER_SIGTERM
+from bench_assets.platform.cluster.servers import CODE_SERVER_GRACE_S, GRPC_SHUTDOWN_GRACE_ENV, KILLED_AFTER_SIGTERM
 from bench_assets.platform.fsutil import pid_alive
 from tests.conftest import run_bench
 from tests.shared_training import CLUSTER_DATASETS, CLUSTER_EPOCHS, cluster_recipe, one_box_campaign
@@ -88,7 +88,7 @@ def cluster(recipe: Path) -> Iterator[Path]:
     finally:
         down = _bench(home, "cluster", "down", timeout=120)
         assert down.returncode == 0, down.stdout + down.stderr
-        assert KILLED_AFTER_SIGTERM not in down.stdout, down.stdout  # every server stops on SIGTERM
+        assert KILLED_AFTER_SIGTERM not in down.stdout, killed_report(down.stdout)  # every server stops on SIGTERM
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
             time.sleep(0.5)
@@ -116,6 +116,19 @@ def test_status_lists_servers_and_workers(cluster: Path) -> None:
         assert {"pid", "steps_running", "steps_done"} <= set(w)
     again = _bench(cluster, "cluster", "up", "--workers", "2", timeout=60)
     assert again.returncode == 0 and "already up" in again.stdout, again.stdout + again.stderr
+    code_server = next(s["pid"] for s in status["servers"] if s["name"] == "code-server")
+    environ = Path(f"/proc/{code_server}/environ").read_bytes().split(b"\0")
+    assert f"{GRPC_SHUTDOWN_GRACE_ENV}={CODE_SERVER_GRACE_S}".encode() in environ  # a SIGTERM stop is bounded
+
+
+def killed_report(stdout: str) -> str:
+    """`stdout` of a stop that had to kill, with the last lines of each killed server's log it names (the log is
+    gone with the home once the teardown passes)."""
+    tails = []
+    for log in re.findall(rf"{KILLED_AFTER_SIGTERM};.*its log: (\S+)", stdout):
+        lines = Path(log).read_text(errors="replace").splitlines() if Path(log).is_file() else ["(no log)"]
+        tails.append(f"--- {log}:\n" + "\n".join(lines[-40:]))
+    return "\n".join([stdout, *tails])
 
 
 def test_worker_refuses_another_code_version_or_home(cluster: Path, tmp_path: Path) -> None:
@@ -303,7 +316,7 @@ def test_a_rotation_that_cannot_reach_redis_changes_nothing_and_restarts_the_hea
     out = _bench(cluster, "cluster", "rotate-secrets", timeout=180)
     assert out.returncode == 1 and "Redis" in out.stderr and "nothing was rotated" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
-    assert KILLED_AFTER_SIGTERM not in out.stdout, out.stdout  # the head's servers stopped on SIGTERM
+    assert KILLED_AFTER_SIGTERM not in out.stdout, killed_report(out.stdout)  # the head's servers stopped on SIGTERM
     assert read_secrets(cluster).generation == before.generation
     import psycopg2
 

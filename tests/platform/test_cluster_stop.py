@@ -14,7 +14,13 @@ import time
 from pathlib import Path
 
 from bench_assets.platform.cluster.layout import Proc
-from bench_assets.platform.cluster.servers import KILLED_AFTER_SIGTERM, group_has_running_member, spawn, stop_groups
+from bench_assets.platform.cluster.servers import (
+    KILLED_AFTER_SIGTERM,
+    group_has_running_member,
+    running_members,
+    spawn,
+    stop_groups,
+)
 from bench_assets.platform.fsutil import proc_stat_fields
 
 
@@ -82,6 +88,8 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
     assert time.monotonic() - started >= timeout_s  # TERM was trapped: the kill after the timeout ended them
     assert [line.split(" (pid ")[1].split(")")[0] for line in said] == [str(p.pid) for p in procs], said
     assert all(f"still running {timeout_s:.0f} s {KILLED_AFTER_SIGTERM}" in line for line in said), said
+    for line, p in zip(said, procs, strict=True):  # the warning names the member that held on and its command
+        assert f"still running: pid {p.pid} (" in line and f"{sys.executable} -c import signal" in line, line
     assert not any(group_has_running_member(p.pid) for p in procs)
     term = [float((tmp_path / f"{n}.term").read_text()) for n in ("a", "b")]
     assert abs(term[0] - term[1]) < timeout_s / 2, term  # one after the other would be a whole timeout apart
@@ -101,6 +109,10 @@ def test_a_command_name_with_spaces_and_parentheses_is_read_past(tmp_path: Path)
     assert group_has_running_member(9, proc=tmp_path)
     assert not group_has_running_member(7, proc=tmp_path)
     assert group_has_running_member(7, proc=tmp_path / "absent")  # no /proc to read: cannot tell, so running
+    (tmp_path / "11" / "cmdline").write_bytes(b"dagster\0api\0grpc\0")
+    (tmp_path / "11" / "wchan").write_text("do_epoll_wait")
+    assert running_members(9, proc=tmp_path) == ["pid 11 (S, do_epoll_wait) dagster api grpc"]
+    assert running_members(7, proc=tmp_path) == []
 
 
 def _ignored(pid: int) -> set[int]:

@@ -35,6 +35,7 @@ import pytest
 from bench_assets.platform.cluster.servers import KILLED_AFTER_SIGTERM
 from tests.conftest import REPO
 from tests.platform import netns
+from tests.platform.test_cluster import killed_report
 from tests.shared_cache import private_copy
 from tests.shared_training import CLUSTER_DATASETS, one_box_campaign
 
@@ -180,7 +181,7 @@ def boxes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Boxes]:
                                      ) from None
         netns.remove(hosts)
         assert down.returncode == 0, down.stdout + down.stderr
-        assert KILLED_AFTER_SIGTERM not in down.stdout, down.stdout  # every server stops on SIGTERM
+        assert KILLED_AFTER_SIGTERM not in down.stdout, killed_report(down.stdout)  # every server stops on SIGTERM
         assert b.join is None or b.join.returncode == 0, join_log.read_text()[-3000:]
         shutil.rmtree(base, ignore_errors=True)
 
@@ -323,7 +324,7 @@ def test_rotated_credentials_lock_the_old_ones_out_and_the_joined_box_comes_back
     rotated_at = time.time()
     out = _bench(boxes, "head", "cluster", "rotate-secrets", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert KILLED_AFTER_SIGTERM not in out.stdout, out.stdout  # the head's servers stopped on SIGTERM
+    assert KILLED_AFTER_SIGTERM not in out.stdout, killed_report(out.stdout)  # the head's servers stopped on SIGTERM
     new = _secrets(boxes)
     assert new["BENCH_SECRETS_GENERATION"] == str(int(old["BENCH_SECRETS_GENERATION"]) + 1)
     assert new["BENCH_PG_PASSWORD"] != old["BENCH_PG_PASSWORD"]

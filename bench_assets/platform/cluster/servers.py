@@ -33,6 +33,12 @@ from bench_assets.platform.cluster.layout import (  # ClusterError: the cluster 
 )
 from bench_assets.platform.fsutil import default_signals, exited, host_id, pid_alive, proc_stat_fields
 
+# On SIGTERM Dagster's code server (and the server process it starts) stops taking calls and waits for the calls in
+# flight, a sensor evaluation among them, for up to this many seconds. Dagster's default is its longest call timeout
+# (60 s unless set), past the 20 s after which stop_groups kills. The daemon that made those calls stops at the same
+# moment, so nobody waits for their answers. Read from Dagster's shutdown path (_grpc/server.py), not reproduced.
+GRPC_SHUTDOWN_GRACE_ENV = "DAGSTER_GRPC_SHUTDOWN_GRACE_PERIOD"
+CODE_SERVER_GRACE_S = 5
 KILLED_AFTER_SIGTERM = "after SIGTERM and is killed"  # in stop_groups' warning; the cluster tests look for it
 INSTALL_HINT = "install the servers with `sudo apt-get install -y redis-server postgresql` (scripts/system_deps.sh)"
 
@@ -130,8 +136,9 @@ def stop_groups(procs: list[Proc], timeout_s: float = 20.0, say: Callable[[str],
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if sig == signal.SIGKILL and say is not None:
             for p in left:
+                members = "; ".join(running_members(p.pid)) or "?"
                 say(f"cluster: WARNING: {Path(p.log).stem or Path(p.argv[0]).name} (pid {p.pid}) was still running "
-                    f"{timeout_s:.0f} s {KILLED_AFTER_SIGTERM}; its log: {p.log}")
+                    f"{timeout_s:.0f} s {KILLED_AFTER_SIGTERM}; still running: {members}; its log: {p.log}")
         for p in list(left):
             try:
                 os.killpg(p.pid, sig)
@@ -166,8 +173,15 @@ def group_has_running_member(pgid: int, proc: Path = Path("/proc")) -> bool:
     """Whether a process of group `pgid` that has not exited is left. An exited process stays a zombie until its
     parent reaps it, and a server `up` started is init's child once `up` returns: an init that reaps every couple of
     seconds made each stop wait for that (measured: 2 s per group). True where `proc` cannot tell."""
+    return not proc.is_dir() or bool(running_members(pgid, proc))
+
+
+def running_members(pgid: int, proc: Path = Path("/proc")) -> list[str]:
+    """The processes of group `pgid` that have not exited, one line each: pid, state letter, the kernel function it
+    sleeps in and its command line (what a stop that had to kill names: which member held on, and where)."""
+    out = []
     if not proc.is_dir():
-        return True
+        return out
     for entry in os.scandir(proc):
         if not entry.name.isdigit():
             continue
@@ -176,9 +190,18 @@ def group_has_running_member(pgid: int, proc: Path = Path("/proc")) -> bool:
         except OSError:  # gone since the listing
             continue
         state, _ppid, pgrp = proc_stat_fields(stat)[:3]
-        if int(pgrp) == pgid and not exited(state):
-            return True
-    return False
+        if int(pgrp) != pgid or exited(state):
+            continue
+        out.append(f"pid {entry.name} ({state}, {_read(Path(entry.path, 'wchan')) or '-'}) "
+                   f"{_read(Path(entry.path, 'cmdline')).replace(chr(0), ' ').strip()[:160]}")
+    return out
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 # -------------------------------------------------------------------------------------------------- PostgreSQL
@@ -400,7 +423,7 @@ def start_code_server(home: Path, env: dict[str, str], repo: Path, port: int) ->
 
     argv = [dagster_bin("dagster"), "code-server", "start", "-f", str(repo / "definitions.py"), "-a", "defs",
             "-d", str(repo), "-h", "127.0.0.1", "-p", str(port), "--location-name", LOCATION_NAME]
-    proc = spawn(home, "code-server", argv, env, repo)
+    proc = spawn(home, "code-server", argv, {GRPC_SHUTDOWN_GRACE_ENV: str(CODE_SERVER_GRACE_S), **env}, repo)
     wait_for(lambda: code_server_up(port), "the code server", proc, 180)
     return proc
 
