@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from bench_assets.platform.cluster.secrets import export_cluster_env
-from bench_assets.platform.cluster.servers import CODE_SERVER_GRACE_S, GRPC_SHUTDOWN_GRACE_ENV, KILLED_AFTER_SIGTERM
+from bench_assets.platform.cluster.servers import KILLED_AFTER_SIGTERM
 from bench_assets.platform.fsutil import pid_alive
 from tests.conftest import run_bench
 from tests.shared_training import CLUSTER_DATASETS, CLUSTER_EPOCHS, cluster_recipe, one_box_campaign
@@ -116,9 +116,6 @@ def test_status_lists_servers_and_workers(cluster: Path) -> None:
         assert {"pid", "steps_running", "steps_done"} <= set(w)
     again = _bench(cluster, "cluster", "up", "--workers", "2", timeout=60)
     assert again.returncode == 0 and "already up" in again.stdout, again.stdout + again.stderr
-    code_server = next(s["pid"] for s in status["servers"] if s["name"] == "code-server")
-    environ = Path(f"/proc/{code_server}/environ").read_bytes().split(b"\0")
-    assert f"{GRPC_SHUTDOWN_GRACE_ENV}={CODE_SERVER_GRACE_S}".encode() in environ  # a SIGTERM stop is bounded
 
 
 def killed_report(stdout: str) -> str:

@@ -33,12 +33,6 @@ from bench_assets.platform.cluster.layout import (  # ClusterError: the cluster 
 )
 from bench_assets.platform.fsutil import default_signals, exited, host_id, pid_alive, proc_stat_fields
 
-# On SIGTERM Dagster's code server (and the server process it starts) stops taking calls and waits for the calls in
-# flight, a sensor evaluation among them, for up to this many seconds. Dagster's default is its longest call timeout
-# (60 s unless set), past the 20 s after which stop_groups kills. The daemon that made those calls stops at the same
-# moment, so nobody waits for their answers. Read from Dagster's shutdown path (_grpc/server.py), not reproduced.
-GRPC_SHUTDOWN_GRACE_ENV = "DAGSTER_GRPC_SHUTDOWN_GRACE_PERIOD"
-CODE_SERVER_GRACE_S = 5
 KILLED_AFTER_SIGTERM = "after SIGTERM and is killed"  # in stop_groups' warning; the cluster tests look for it
 INSTALL_HINT = "install the servers with `sudo apt-get install -y redis-server postgresql` (scripts/system_deps.sh)"
 
@@ -423,7 +417,7 @@ def start_code_server(home: Path, env: dict[str, str], repo: Path, port: int) ->
 
     argv = [dagster_bin("dagster"), "code-server", "start", "-f", str(repo / "definitions.py"), "-a", "defs",
             "-d", str(repo), "-h", "127.0.0.1", "-p", str(port), "--location-name", LOCATION_NAME]
-    proc = spawn(home, "code-server", argv, {GRPC_SHUTDOWN_GRACE_ENV: str(CODE_SERVER_GRACE_S), **env}, repo)
+    proc = spawn(home, "code-server", argv, env, repo)
     wait_for(lambda: code_server_up(port), "the code server", proc, 180)
     return proc
 
