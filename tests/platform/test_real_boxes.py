@@ -274,7 +274,7 @@ print(total, cur.fetchone()[0])
 
 
 RUNS_PROBE = """
-import json, os, sys
+import json, os
 from pathlib import Path
 import dagster as dg
 from bench_assets.platform.cluster.secrets import export_cluster_env
@@ -286,8 +286,8 @@ with dg.DagsterInstance.get() as inst:
         run = rec.dagster_run
         print(json.dumps({"run": run.run_id, "job": run.job_name, "status": run.status.value,
                           "created": rec.create_timestamp.isoformat(), "tags": {k: v for k, v in run.tags.items()
-                          if k.startswith(("dagster/partition", "dagster/sensor", "dagster/backfill",
-                                           "dagster/automation"))}}))
+                          if k.startswith(("dagster/partition", "dagster/sensor", "dagster/backfill", "dagster/tick",
+                                           "dagster/auto_materialize", "dagster/from_automation_condition"))}}))
 """
 
 

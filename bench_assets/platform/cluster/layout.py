@@ -79,6 +79,18 @@ def worker_dir(home: Path, name: str) -> Path:
     return cluster_dir(home) / "workers" / name
 
 
+def task_records(home: Path, name: str) -> list[tuple[Path, dict[str, Any] | None]]:
+    """Worker `name`'s in-flight task records (`workers/<name>/tasks/*.json`, worker_app), by name: each path with
+    its record, None for one that cannot be read (being written or moved: still a task on that worker)."""
+    out: list[tuple[Path, dict[str, Any] | None]] = []
+    for path in sorted((worker_dir(home, name) / "tasks").glob("*.json")):
+        try:
+            out.append((path, json.loads(path.read_text())))
+        except (OSError, ValueError):
+            out.append((path, None))
+    return out
+
+
 def log_path(home: Path, name: str) -> Path:
     return cluster_dir(home) / "logs" / f"{name}.log"
 

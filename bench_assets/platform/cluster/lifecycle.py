@@ -5,7 +5,6 @@ credentials they share. The pieces are in `layout.py` (what and where), `servers
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -27,6 +26,7 @@ from bench_assets.platform.cluster.layout import (
     pg_connect_kwargs,
     save_state,
     state_path,
+    task_records,
     worker_dir,
     worker_env,
     worker_queues,
@@ -379,7 +379,7 @@ def cluster_status(home: Path) -> dict[str, Any]:
            for n, p in state.servers.items()]
     wk = []
     for w in state.workers:
-        running = len(list((worker_dir(home, w.name) / "tasks").glob("*.json")))
+        running = len(task_records(home, w.name))
         age = heartbeat_age(home, w.name)
         wk.append({"name": w.name, "pid": w.proc.pid if w.proc else None, "host": w.host, "joined": w.joined,
                    "alive": worker_alive(home, w), "queue": w.name, "queues": w.queues,
@@ -407,15 +407,13 @@ def running_steps(home: Path, state: ClusterState) -> list[str]:
     run id, step keys and for how long, so a refusal names what it waits for."""
     out = []
     for w in state.workers:
-        for path in sorted((worker_dir(home, w.name) / "tasks").glob("*.json")):
-            try:
-                task = json.loads(path.read_text())
-            except (OSError, ValueError):  # a record being moved or written: still a step on that worker
+        for path, task in task_records(home, w.name):
+            if task is None:
                 out.append(f"{w.name} ({path.name})")
                 continue
-            since = time.time() - float(task.get("started") or time.time())
+            since = f", for {time.time() - float(task['started']):.0f} s" if task.get("started") else ""
             out.append(f"{w.name} (run {task.get('run_id')}, steps {task.get('step_keys')}, "
-                       f"pid {task.get('pid')}, for {since:.0f} s)")
+                       f"pid {task.get('pid')}{since})")
     return out
 
 

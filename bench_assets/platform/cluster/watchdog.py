@@ -16,7 +16,6 @@ Bound: LOST_AFTER_S (30 s) + the sensor's interval (15 s) after the box stops.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import Any
 import dagster as dg
 
 from bench_assets.platform.automation import sensor_interval_s
-from bench_assets.platform.cluster.layout import LOST_AFTER_S, ClusterState, heartbeat_age, worker_dir
+from bench_assets.platform.cluster.layout import LOST_AFTER_S, ClusterState, heartbeat_age, task_records, worker_dir
 
 
 @dataclass(frozen=True)
@@ -55,12 +54,8 @@ def lost_tasks(home: Path, state: ClusterState, now: float | None = None,
     """The in-flight task records of lost workers (pure apart from reading the records)."""
     out = []
     for name, age in lost_workers(home, state, now, lost_after_s).items():
-        for path in sorted((worker_dir(home, name) / "tasks").glob("*.json")):
-            try:
-                rec = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if rec.get("run_id"):
+        for _path, rec in task_records(home, name):
+            if rec is not None and rec.get("run_id"):
                 out.append(LostTask(name, str(rec.get("task_id")), rec["run_id"], tuple(rec.get("step_keys") or ()),
                                     age))
     return out
