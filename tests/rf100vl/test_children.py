@@ -84,6 +84,11 @@ def test_train_two_epochs_standalone(trained: tuple[Path, subprocess.CompletedPr
     assert res.last_checkpoint == str(run_dir.resolve() / "weights" / "last.pt")
     last, best = torch_load(Path(res.last_checkpoint)), torch_load(Path(res.best_checkpoint))
     assert last["epoch"] == 1 and best["best_epoch"] == res.best_epoch  # LibreYOLO's epoch is 0-based
+    from bench_assets.rf100vl.training.child.checkpoint_file import checkpoint_scalars
+
+    for path, full in ((res.last_checkpoint, last), (res.best_checkpoint, best)):  # genuine LibreYOLO checkpoints
+        assert checkpoint_scalars(Path(path)) == {k: v for k, v in full.items()
+                                                  if isinstance(v, (int, float, str, bool))}
     assert last["nc"] == 2 and list(last["names"].values()) == CLASSES
     assert not list((run_dir / "weights").glob(".*.tmp")) and not list((run_dir / "weights").glob("epoch_*.pt"))
     # Progress: one line and one structured message per epoch; the ETA ignores epoch 1.

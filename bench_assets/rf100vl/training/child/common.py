@@ -30,6 +30,7 @@ __all__ = [
     "ANNOTATIONS_FILE",
     "LIBREYOLO_SPLIT",
     "Reporter",
+    "atomic_copy_file",
     "atomic_write_bytes",
     "atomic_write_json",
     "build_model",
@@ -140,6 +141,24 @@ def atomic_torch_save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
         raise
     fsync_dir(path.parent)
     return None
+
+
+def atomic_copy_file(src: Path, dst: Path) -> None:
+    """Copy `src` to `dst` the way :func:`atomic_torch_save` writes: a dot-temp beside `dst` (which
+    :func:`remove_stale_temps` removes after a kill), fsynced, renamed over `dst`, the directory fsynced."""
+    import shutil
+
+    tmp = dst.with_name(f".{dst.name}.{owner_tag()}.tmp")
+    try:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+            fout.flush()
+            os.fsync(fout.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(dst.parent)
 
 
 def install_atomic_torch_save() -> None:

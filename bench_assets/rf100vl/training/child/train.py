@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from bench_assets.rf100vl.training import run_store
+from bench_assets.rf100vl.training.child.checkpoint_file import checkpoint_scalars
 from bench_assets.rf100vl.training.child.common import (
     Reporter,
     Stopwatch,
+    atomic_copy_file,
     atomic_write_json,
     build_model,
     exception_chain,
@@ -118,19 +120,15 @@ def _on_sigterm(signum: int, _frame: Any) -> None:
 
 
 def checkpoint_meta(path: Path) -> dict[str, Any] | None:
-    """The scalar metadata of a LibreYOLO checkpoint (epoch is 0-based there), or None if absent/unreadable."""
+    """The scalar metadata of a LibreYOLO checkpoint (epoch is 0-based there), or None if absent/unreadable. Read
+    from the archive's pickle alone: no tensor is loaded and nothing the file names runs (checkpoint_file.py)."""
     if not path.is_file():
         return None
-    import torch
-
-    try:
-        ckpt = torch.load(str(path), map_location="cpu", mmap=True, weights_only=False)
-    except Exception:  # noqa: BLE001 - a checkpoint we cannot read counts as absent
-        return None
-    if not isinstance(ckpt, dict):
+    scalars = checkpoint_scalars(path)
+    if scalars is None:
         return None
     keep = ("epoch", "best_epoch", "best_mAP50_95", "best_mAP50", "best_metric_key", "best_metric_value")
-    return {k: ckpt[k] for k in keep if k in ckpt and isinstance(ckpt[k], (int, float, str))}
+    return {k: scalars[k] for k in keep if k in scalars}
 
 
 def _num(v: Any) -> float | None:
@@ -229,6 +227,10 @@ def reseed_for_epoch(seed: int, epoch: int) -> None:
     torch.manual_seed(s)  # seeds every CUDA device too
 
 
+def _no_reload(*_args: Any, **_kwargs: Any) -> None:
+    """Stands in for a trained model's `_load_weights` (_Hooks.skip_reload)."""
+
+
 class _Hooks:
     """Process-wide patches of LibreYOLO's BaseTrainer for this child.
 
@@ -239,13 +241,19 @@ class _Hooks:
     * checkpoint writes are deferred to the end of the epoch callbacks, so ``metrics.jsonl`` (appended by
       LibreYOLO's status callback, which runs before user callbacks) always has the epoch's row before
       ``last.pt`` says the epoch is done. LibreYOLO saves first, so a kill between the two would lose
-      the row for good; in this order a kill re-trains the epoch and rewrites the row.
+      the row for good; in this order a kill re-trains the epoch and rewrites the row. A checkpoint LibreYOLO
+      writes to several files in one epoch (last.pt, best.pt, epoch_N.pt: one object) is serialised once and
+      copied to the others;
+    * once training returns, `model`'s reload of the best checkpoint for inference is skipped: the child exits
+      without using the model (every family's `train` reloads through `_load_weights`; for yolo9-t on CPU that
+      reload was 1.6 s of a 14 s child, LibreYOLO's safe loader unpickling the model, its EMA and the optimizer).
     """
 
-    def __init__(self, fault: FaultInjection, physical_batch: int, seed: int = 0) -> None:
+    def __init__(self, fault: FaultInjection, physical_batch: int, seed: int = 0, model: Any = None) -> None:
         self.seed = seed
         self.fault = fault
         self.physical_batch = physical_batch
+        self.model = model  # the LibreYOLO model whose train() this child runs
         self.trainer: Any = None
         self.steps_seen = 0
         self.validation_errors: list[BaseException] = []
@@ -264,12 +272,22 @@ class _Hooks:
         # epoch whose best.pt never landed (the first epoch is always "best"), and the resumed run would end
         # without a best checkpoint. Write last.pt last, so its presence implies every other file of its epoch.
         real_save, held = torch.save, []
+        written: list[tuple[Any, Path]] = []  # (object, the file it was serialised to) in this flush
+
+        def save_once(obj: Any, f: Any, a: tuple[Any, ...], k: dict[str, Any]) -> None:
+            src = next((path for o, path in written if o is obj), None)
+            if src is not None and isinstance(f, (str, os.PathLike)) and not a and not k:
+                atomic_copy_file(src, Path(f))
+                return
+            real_save(obj, f, *a, **k)
+            if isinstance(f, (str, os.PathLike)):
+                written.append((obj, Path(f)))
 
         def save_last_last(obj: Any, f: Any, *a: Any, **k: Any) -> None:
             if Path(str(f)).name == run_store.LAST_WEIGHTS:
                 held.append((obj, f, a, k))
             else:
-                real_save(obj, f, *a, **k)
+                save_once(obj, f, a, k)
 
         trainer, args, kwargs = pending
         torch.save = save_last_last
@@ -278,7 +296,12 @@ class _Hooks:
         finally:
             torch.save = real_save
         for obj, f, a, k in held:
-            real_save(obj, f, *a, **k)
+            save_once(obj, f, a, k)
+
+    def skip_reload(self) -> None:
+        """Make `model`'s reload of its best checkpoint after training a no-op (the child is done with the model)."""
+        if self.model is not None:
+            self.model._load_weights = _no_reload
 
     def install(self, family_trainer_cls: type | None = None) -> None:
         """Patch LibreYOLO's BaseTrainer (and every epoch loop of `family_trainer_cls`'s classes: D-FINE's and DEIM's
@@ -301,9 +324,11 @@ class _Hooks:
         def train(self: Any) -> Any:
             hooks.trainer = self
             try:
-                return orig_train(self)
+                out = orig_train(self)
             finally:
                 hooks.pending_save = None  # an epoch that died before its callbacks is not complete
+            hooks.skip_reload()
+            return out
 
         def save_checkpoint(self: Any, *args: Any, **kwargs: Any) -> None:
             hooks.flush_save()
@@ -543,7 +568,7 @@ class _Run:
         if broken:
             raise StackInvariantBroken("stack invariant broken before the first epoch: " + "; ".join(broken))
         log(f"stack invariants hold: BatchNorm eps {self.stack['train_bn_eps']} in training and prediction builds")
-        hooks = _Hooks(spec.fault, spec.physical_batch, spec.seed)
+        hooks = _Hooks(spec.fault, spec.physical_batch, spec.seed, model=model)
         hooks.install(family_trainer(model_class(spec.family))[0])
         kwargs = self._train_kwargs(data_yaml, overrides, last if resume else None, hooks)
         if spec.cuda_graph:
