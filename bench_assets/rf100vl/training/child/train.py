@@ -245,8 +245,8 @@ class _Hooks:
       writes to several files in one epoch (last.pt, best.pt, epoch_N.pt: one object) is serialised once and
       copied to the others;
     * once training returns, `model`'s reload of the best checkpoint for inference is skipped: the child exits
-      without using the model (every family's `train` reloads through `_load_weights`; for yolo9-t on CPU that
-      reload was 1.6 s of a 14 s child, LibreYOLO's safe loader unpickling the model, its EMA and the optimizer).
+      without using the model (every family's `train` reloads through `_load_weights`, LibreYOLO's safe loader
+      unpickling the model, its EMA and the optimizer in Python).
     """
 
     def __init__(self, fault: FaultInjection, physical_batch: int, seed: int = 0, model: Any = None) -> None:
