@@ -25,6 +25,7 @@ from bench_assets.platform.cluster.secrets import export_cluster_env
 from bench_assets.platform.cluster.servers import KILLED_AFTER_SIGTERM
 from bench_assets.platform.fsutil import pid_alive
 from tests.conftest import run_bench
+from tests.platform.stop_report import killed_report
 from tests.shared_training import CLUSTER_DATASETS, CLUSTER_EPOCHS, cluster_recipe, one_box_campaign
 
 pytestmark = pytest.mark.slow
@@ -116,16 +117,6 @@ def test_status_lists_servers_and_workers(cluster: Path) -> None:
         assert {"pid", "steps_running", "steps_done"} <= set(w)
     again = _bench(cluster, "cluster", "up", "--workers", "2", timeout=60)
     assert again.returncode == 0 and "already up" in again.stdout, again.stdout + again.stderr
-
-
-def killed_report(stdout: str) -> str:
-    """`stdout` of a stop that had to kill, with the last lines of each killed server's log it names (the log is
-    gone with the home once the teardown passes)."""
-    tails = []
-    for log in re.findall(rf"{KILLED_AFTER_SIGTERM};.*its log: (\S+)", stdout):
-        lines = Path(log).read_text(errors="replace").splitlines() if Path(log).is_file() else ["(no log)"]
-        tails.append(f"--- {log}:\n" + "\n".join(lines[-40:]))
-    return "\n".join([stdout, *tails])
 
 
 def test_worker_refuses_another_code_version_or_home(cluster: Path, tmp_path: Path) -> None:

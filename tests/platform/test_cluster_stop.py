@@ -2,7 +2,8 @@
 use), on plain `sleep` processes: an exited process not yet reaped (a zombie) is stopped, a group with one
 member still running is not, several groups are signalled together, not one timeout after another, and a group
 that has to be killed is named. A server `servers.spawn` starts stops on SIGTERM even when `bench` itself ignores
-SIGINT and SIGTERM (a script's background job)."""
+SIGINT and SIGTERM (a script's background job). What the cluster tests report when a stop had to kill
+(`tests/platform/stop_report.py`) carries the warnings and each killed server's log tail."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from bench_assets.platform.cluster.servers import (
     stop_groups,
 )
 from bench_assets.platform.fsutil import proc_stat_fields
+from tests.platform.stop_report import TAIL_LINES, killed_report
 
 
 def _state(pid: int) -> str:
@@ -75,7 +77,8 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
                  f"open({str(tmp_path / (name + '.up'))!r}, 'w').close()\n"
                  f"while True:\n    time.sleep(0.05)\n")
         p = subprocess.Popen([sys.executable, "-c", child], start_new_session=True)
-        procs.append(Proc(pid=p.pid, argv=["python"], log=""))
+        procs.append(Proc(pid=p.pid, argv=["python"], log=str(tmp_path / f"{name}.log")))
+    (tmp_path / "a.log").write_text("".join(f"a line {i}\n" for i in range(50)))  # b's log was never written
     done = subprocess.Popen(["true"], start_new_session=True)
     done.wait()
     _wait_for(lambda: all((tmp_path / f"{n}.up").exists() for n in ("a", "b")))
@@ -91,6 +94,12 @@ def test_groups_are_signalled_together_and_the_running_ones_returned(tmp_path: P
     for line, p in zip(said, procs, strict=True):  # the warning names the member that held on and its command
         assert f"still running: pid {p.pid} (" in line and f"{sys.executable} -c import signal" in line, line
     assert not any(group_has_running_member(p.pid) for p in procs)
+    # What the cluster tests' failure then carries: the warnings and the last lines of each killed server's log.
+    report = killed_report("\n".join(said)).splitlines()
+    a_tail = report.index(f"--- {tmp_path / 'a.log'}:")
+    assert report[:len(said)] == said and report[a_tail + 1:a_tail + 1 + TAIL_LINES] == [
+        f"a line {i}" for i in range(50 - TAIL_LINES, 50)]
+    assert report[report.index(f"--- {tmp_path / 'b.log'}:") + 1] == "(no log)"
     term = [float((tmp_path / f"{n}.term").read_text()) for n in ("a", "b")]
     assert abs(term[0] - term[1]) < timeout_s / 2, term  # one after the other would be a whole timeout apart
 

@@ -35,7 +35,7 @@ import pytest
 from bench_assets.platform.cluster.servers import KILLED_AFTER_SIGTERM
 from tests.conftest import REPO
 from tests.platform import netns
-from tests.platform.test_cluster import killed_report
+from tests.platform.stop_report import killed_report
 from tests.shared_cache import private_copy
 from tests.shared_training import CLUSTER_DATASETS, one_box_campaign
 

@@ -186,8 +186,9 @@ def running_members(pgid: int, proc: Path = Path("/proc")) -> list[str]:
         state, _ppid, pgrp = proc_stat_fields(stat)[:3]
         if int(pgrp) != pgid or exited(state):
             continue
-        out.append(f"pid {entry.name} ({state}, {_read(Path(entry.path, 'wchan')) or '-'}) "
-                   f"{_read(Path(entry.path, 'cmdline')).replace(chr(0), ' ').strip()[:160]}")
+        # Whitespace collapsed: an argument with newlines (a `python -c` script) must not break the line.
+        command = " ".join(_read(Path(entry.path, "cmdline")).replace(chr(0), " ").split())
+        out.append(f"pid {entry.name} ({state}, {_read(Path(entry.path, 'wchan')) or '-'}) {command[:160]}")
     return out
 
 
