@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_json, fsync_dir, owner_tag
 
@@ -119,20 +119,13 @@ def pin_threads() -> int | None:
 _ORIGINAL_TORCH_SAVE: Callable[..., Any] | None = None
 
 
-def atomic_torch_save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
-    """`torch.save` that never leaves a truncated file under the target name.
-
-    Paths are written to ``.<name>.<pid>@<host>.tmp`` in the same directory, flushed, fsynced and renamed over
-    the target (then the directory is fsynced). File objects and buffers are passed straight through.
-    """
-    assert _ORIGINAL_TORCH_SAVE is not None, "install_atomic_torch_save() first"
-    if not isinstance(f, (str, os.PathLike)):
-        return _ORIGINAL_TORCH_SAVE(obj, f, *args, **kwargs)
-    path = Path(f)
+def _atomic_write_with(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write `path` by `write(file)` into ``.<name>.<pid>@<host>.tmp`` beside it, flush, fsync, rename it over
+    `path`, fsync the directory. A failure removes the temp; a kill leaves it (:func:`remove_stale_temps`)."""
     tmp = path.with_name(f".{path.name}.{owner_tag()}.tmp")
     try:
         with open(tmp, "wb") as fh:
-            _ORIGINAL_TORCH_SAVE(obj, fh, *args, **kwargs)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -140,25 +133,27 @@ def atomic_torch_save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def atomic_torch_save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+    """`torch.save` that never leaves a truncated file under the target name.
+
+    Paths are written through a dot-temp in the same directory, fsynced and renamed over the target (then the
+    directory is fsynced: :func:`_atomic_write_with`). File objects and buffers are passed straight through.
+    """
+    assert _ORIGINAL_TORCH_SAVE is not None, "install_atomic_torch_save() first"
+    if not isinstance(f, (str, os.PathLike)):
+        return _ORIGINAL_TORCH_SAVE(obj, f, *args, **kwargs)
+    _atomic_write_with(Path(f), lambda fh: _ORIGINAL_TORCH_SAVE(obj, fh, *args, **kwargs))
     return None
 
 
 def atomic_copy_file(src: Path, dst: Path) -> None:
-    """Copy `src` to `dst` the way :func:`atomic_torch_save` writes: a dot-temp beside `dst` (which
-    :func:`remove_stale_temps` removes after a kill), fsynced, renamed over `dst`, the directory fsynced."""
+    """Copy `src` to `dst` the way :func:`atomic_torch_save` writes (:func:`_atomic_write_with`)."""
     import shutil
 
-    tmp = dst.with_name(f".{dst.name}.{owner_tag()}.tmp")
-    try:
-        with open(src, "rb") as fin, open(tmp, "wb") as fout:
-            shutil.copyfileobj(fin, fout, 1 << 20)
-            fout.flush()
-            os.fsync(fout.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(dst.parent)
+    with open(src, "rb") as fin:
+        _atomic_write_with(dst, lambda fh: shutil.copyfileobj(fin, fh, 1 << 20))
 
 
 def install_atomic_torch_save() -> None:
