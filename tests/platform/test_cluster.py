@@ -382,14 +382,31 @@ def _graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> d
         return json.loads(resp.read())["data"]
 
 
-def _stop_sensor(url: str, name: str) -> None:
-    """Turn a sensor off as the UI's toggle does (the stopSensor mutation), and see it stopped."""
-    found = _graphql(url, '{ sensorOrError(sensorSelector: {repositoryLocationName: "bench", repositoryName: '
-                          f'"__repository__", sensorName: "{name}"}}) {{ ... on Sensor {{ id }} }} }}')
-    stopped = _graphql(url, "mutation($id: String) { stopSensor(id: $id) { ... on StopSensorMutationResult { "
-                            "instigationState { status } } ... on PythonError { message } } }",
-                       {"id": found["sensorOrError"]["id"]})["stopSensor"]
-    assert stopped.get("instigationState", {}).get("status") == "STOPPED", (name, stopped)
+def _stop_sensor(url: str, name: str, timeout_s: float = 60) -> None:
+    """Turn a sensor off as the UI's toggle does (the stopSensor mutation), and see it stay stopped.
+
+    A tick the daemon has in flight can undo a stop: it reads the sensor's state, then writes it back with a new
+    cursor and the status it read (Dagster's asset daemon, `mark_sensor_state_for_tick` and the cursor update), so
+    a stop that lands between the two is lost and the sensor keeps launching runs. So the stop is checked once no
+    tick is in flight, and sent again if it was lost; a tick that starts later reads the stopped state."""
+    selector = (f'sensorSelector: {{repositoryLocationName: "bench", repositoryName: "__repository__", '
+                f'sensorName: "{name}"}}')
+    query = (f"{{ sensorOrError({selector}) {{ ... on Sensor {{ id sensorState {{ status ticks(limit: 1) "
+             "{ status } } } } }")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        sensor = _graphql(url, query)["sensorOrError"]
+        state = sensor["sensorState"]
+        in_flight = bool(state["ticks"]) and state["ticks"][0]["status"] == "STARTED"
+        if state["status"] == "STOPPED" and not in_flight:
+            return
+        assert time.monotonic() < deadline, (name, state)
+        if state["status"] != "STOPPED":
+            stopped = _graphql(url, "mutation($id: String) { stopSensor(id: $id) { ... on StopSensorMutationResult { "
+                                    "instigationState { status } } ... on PythonError { message } } }",
+                               {"id": sensor["id"]})["stopSensor"]
+            assert stopped.get("instigationState", {}).get("status") == "STOPPED", (name, stopped)
+        time.sleep(0.5)
 
 
 def _backfills(url: str) -> list[dict[str, str]]:

@@ -201,3 +201,26 @@ def test_rotation_is_refused_while_a_step_is_on_record_naming_its_run_and_steps(
     assert "steps are running on box1 (run run-abc, steps ['rf100vl__scores'], pid 4242" in message, message
     assert "box1 (t-2.json)" in message and "--force" in message, message
     assert not secrets_path(tmp_path).exists()  # refused before anything changed
+
+
+def test_a_run_in_progress_is_named_with_its_partition_and_sensor_and_finished_or_queued_ones_are_not() -> None:
+    """What rotate-secrets also refuses on: a run started, starting or canceling holds no step record between
+    its steps, yet its process is in the code server's group that the rotation stops."""
+    import dagster as dg
+
+    from bench_assets.platform.cluster.lifecycle import runs_in_progress
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert runs_in_progress(instance) == []
+        tags = {"dagster/partition": "mini-tiny|yolo9-t", "dagster/sensor_name": "report_automation"}
+        for run_id, status in (("started-1", "STARTED"), ("canceling-1", "CANCELING"), ("created-1", "NOT_STARTED"),
+                               ("done-1", "SUCCESS"), ("failed-1", "FAILURE")):
+            run_tags = tags if run_id == "started-1" else {}
+            instance.add_run(dg.DagsterRun(job_name="rf100vl_campaign_job", run_id=run_id,
+                                           status=dg.DagsterRunStatus(status), tags=run_tags))
+        found = runs_in_progress(instance)
+    assert len(found) == 2, found
+    started = next(line for line in found if "started-1" in line)
+    assert started.startswith("run started-1 (rf100vl_campaign_job, STARTED, partition mini-tiny|yolo9-t, "
+                              "sensor report_automation, for "), started
+    assert any(line.startswith("run canceling-1 (rf100vl_campaign_job, CANCELING, for ") for line in found), found

@@ -297,22 +297,37 @@ def _runs(b: Boxes) -> str:
     return _py(b, "head", RUNS_PROBE)
 
 
-def _wait_until_no_step_runs(b: Boxes, timeout_s: float = 90) -> None:
-    """What rotate-secrets' refusal tells a person to do: wait until the workers have no step on record. A record
-    outliving the campaign that wrote it is reported as a warning (which run, which steps), and one that stays
-    fails the test: rotation would be refused for good."""
-    from bench_assets.platform.cluster.layout import load_state
+RUNS_IN_PROGRESS_PROBE = """
+import os
+from pathlib import Path
+from bench_assets.platform.cluster.lifecycle import unfinished_runs
+print("\\n".join(unfinished_runs(Path(os.environ["BENCH_HOME"]))))
+"""
+
+
+def _blocking_rotation(b: Boxes, state: Any) -> list[str]:
+    """What rotate-secrets refuses on: the workers' step records, then the runs in progress (read on the head)."""
     from bench_assets.platform.cluster.lifecycle import running_steps
+
+    return running_steps(b.home, state) or [line for line in _py(b, "head", RUNS_IN_PROGRESS_PROBE).splitlines()
+                                            if line]
+
+
+def _wait_until_rotation_is_allowed(b: Boxes, timeout_s: float = 90) -> None:
+    """What rotate-secrets' refusal tells a person to do: wait until no worker has a step on record and no run is in
+    progress. Having to wait after the campaign is reported as a warning (which run, which steps, and every run of
+    the instance), and a wait that does not end fails the test: rotation would be refused for good."""
+    from bench_assets.platform.cluster.layout import load_state
 
     state = load_state(b.home)
     assert state is not None
-    start, first = time.monotonic(), running_steps(b.home, state)
-    running = first
-    while running:
-        assert time.monotonic() - start < timeout_s, (f"steps still on record after {timeout_s:.0f} s: {running}; "
+    start, first = time.monotonic(), _blocking_rotation(b, state)
+    busy = first
+    while busy:
+        assert time.monotonic() - start < timeout_s, (f"still refused after {timeout_s:.0f} s: {busy}; "
                                                       f"the instance's runs:\n{_runs(b)}")
         time.sleep(1)
-        running = running_steps(b.home, state)
+        busy = _blocking_rotation(b, state)
     if first:
         warnings.warn(f"rotate-secrets waited {time.monotonic() - start:.0f} s after the campaign for {first}; "
                       f"the instance's runs:\n{_runs(b)}", stacklevel=1)
@@ -320,7 +335,7 @@ def _wait_until_no_step_runs(b: Boxes, timeout_s: float = 90) -> None:
 
 def test_rotated_credentials_lock_the_old_ones_out_and_the_joined_box_comes_back(boxes: Boxes) -> None:
     old, head = _secrets(boxes), boxes.hosts.address("head")
-    _wait_until_no_step_runs(boxes)
+    _wait_until_rotation_is_allowed(boxes)
     rotated_at = time.time()
     out = _bench(boxes, "head", "cluster", "rotate-secrets", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr

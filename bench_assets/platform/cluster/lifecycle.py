@@ -417,12 +417,45 @@ def running_steps(home: Path, state: ClusterState) -> list[str]:
     return out
 
 
+RUN_IN_PROGRESS = ("STARTING", "STARTED", "CANCELING")  # a queued run starts after the rotation, with the new ones
+
+
+def unfinished_runs(home: Path) -> list[str]:
+    """`runs_in_progress` of the cluster's instance under `home` (PostgreSQL must answer)."""
+    import dagster as dg
+
+    from bench_assets.platform.instance import prepare_home
+
+    prepare_home(home)  # DAGSTER_HOME and the credentials dagster.yaml reads
+    with dg.DagsterInstance.get() as instance:
+        return runs_in_progress(instance)
+
+
+def runs_in_progress(instance: Any) -> list[str]:
+    """The runs `instance` holds as starting, started or canceling, one line each: run id, job, status, partition,
+    the sensor that asked for it and for how long, so a refusal names what it waits for. A run is in progress
+    between its steps too, when no worker has a step of it on record."""
+    import dagster as dg
+
+    statuses = [dg.DagsterRunStatus(s) for s in RUN_IN_PROGRESS]
+    out = []
+    for rec in instance.get_run_records(dg.RunsFilter(statuses=statuses), limit=50):
+        run, tags = rec.dagster_run, rec.dagster_run.tags
+        extra = "".join(f", {label} {tags[key]}" for label, key in (("partition", "dagster/partition"),
+                                                                    ("sensor", "dagster/sensor_name"))
+                        if key in tags)
+        since = rec.start_time or rec.create_timestamp.timestamp()
+        out.append(f"run {run.run_id} ({run.job_name}, {run.status.value}{extra}, for {time.time() - since:.0f} s)")
+    return out
+
+
 def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     """`bench cluster rotate-secrets`, on the head box: new passwords for PostgreSQL (sent as a SCRAM verifier, so
     the clear password never reaches the server or its log) and Redis (`CONFIG SET requirepass`), written to
     secrets.env; the head's code server, daemon, webserver and local workers restarted with them; joined workers
     see the new generation, finish and are restarted by their `join`. Refused while steps run (a running step
-    opens new database connections with the old password) unless `force`. Returns the new generation.
+    opens new database connections with the old password) or runs are in progress (their run process is in the
+    code server's process group, which is stopped) unless `force`. Returns the new generation.
 
     The head's processes are stopped before the passwords change and started after, with whichever credentials
     secrets.env then holds (the new ones, or the old ones when the rotation failed): a daemon stopped after the
@@ -440,6 +473,11 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     if busy and not force:
         raise ClusterError(f"steps are running on {', '.join(busy)}: they would lose the database when the password "
                            "changes; wait until `bench cluster status` shows none running, or pass --force")
+    runs = [] if force else unfinished_runs(home)
+    if runs:
+        raise ClusterError(f"runs are in progress: {'; '.join(runs)}: each runs in the head's code server's process "
+                           "group, which the rotation stops, and its next step would connect with the old password; "
+                           "wait until they finish (the UI's Runs page lists them), or pass --force")
     old = read_secrets(home)
     new = new_secrets(old.generation + 1)
     import psycopg2
