@@ -424,10 +424,10 @@ def unfinished_runs(home: Path) -> list[str]:
     """`runs_in_progress` of the cluster's instance under `home` (PostgreSQL must answer)."""
     import dagster as dg
 
-    from bench_assets.platform.instance import prepare_home
+    from bench_assets.platform.cluster.secrets import export_cluster_env
 
-    prepare_home(home)  # DAGSTER_HOME and the credentials dagster.yaml reads
-    with dg.DagsterInstance.get() as instance:
+    export_cluster_env(home)  # the database's address and password, which the cluster's dagster.yaml reads
+    with dg.DagsterInstance.from_config(str(cluster_dagster_home(home))) as instance:
         return runs_in_progress(instance)
 
 
