@@ -388,17 +388,19 @@ def _stop_sensor(url: str, name: str, timeout_s: float = 60) -> None:
     A tick the daemon has in flight can undo a stop: it reads the sensor's state, then writes it back with a new
     cursor and the status it read (Dagster's asset daemon, `mark_sensor_state_for_tick` and the cursor update), so
     a stop that lands between the two is lost and the sensor keeps launching runs. So the stop is checked once no
-    tick is in flight, and sent again if it was lost; a tick that starts later reads the stopped state."""
+    tick is in flight, twice a second apart (the write-back can come just before its tick is recorded), and sent
+    again if it was lost; a tick that starts later reads the stopped state."""
     selector = (f'sensorSelector: {{repositoryLocationName: "bench", repositoryName: "__repository__", '
                 f'sensorName: "{name}"}}')
     query = (f"{{ sensorOrError({selector}) {{ ... on Sensor {{ id sensorState {{ status ticks(limit: 1) "
              "{ status } } } } }")
-    deadline = time.monotonic() + timeout_s
+    deadline, quiet = time.monotonic() + timeout_s, 0
     while True:
         sensor = _graphql(url, query)["sensorOrError"]
         state = sensor["sensorState"]
         in_flight = bool(state["ticks"]) and state["ticks"][0]["status"] == "STARTED"
-        if state["status"] == "STOPPED" and not in_flight:
+        quiet = quiet + 1 if state["status"] == "STOPPED" and not in_flight else 0
+        if quiet == 2:
             return
         assert time.monotonic() < deadline, (name, state)
         if state["status"] != "STOPPED":
@@ -406,7 +408,7 @@ def _stop_sensor(url: str, name: str, timeout_s: float = 60) -> None:
                                     "instigationState { status } } ... on PythonError { message } } }",
                                {"id": sensor["id"]})["stopSensor"]
             assert stopped.get("instigationState", {}).get("status") == "STOPPED", (name, stopped)
-        time.sleep(0.5)
+        time.sleep(1 if quiet else 0.5)
 
 
 def _backfills(url: str) -> list[dict[str, str]]:
