@@ -224,3 +224,26 @@ def test_a_run_in_progress_is_named_with_its_partition_and_sensor_and_finished_o
     assert started.startswith("run started-1 (rf100vl_campaign_job, STARTED, partition mini-tiny|yolo9-t, "
                               "sensor report_automation, for "), started
     assert any(line.startswith("run canceling-1 (rf100vl_campaign_job, CANCELING, for ") for line in found), found
+
+
+def test_the_run_query_reads_the_clusters_instance_and_leaves_no_credential_behind(tmp_path: Path) -> None:
+    """rotate-secrets starts the head's processes after this query: the old passwords it exported for the
+    query must be gone from its environment by then. The instance here keeps the cluster's folder but stores in
+    sqlite (no PostgreSQL in a unit test)."""
+    import dagster as dg
+
+    from bench_assets.platform.cluster.layout import cluster_dagster_home, save_state
+    from bench_assets.platform.cluster.lifecycle import unfinished_runs
+
+    save_state(tmp_path, _state(tmp_path))
+    write_secrets(tmp_path, new_secrets())
+    folder = cluster_dagster_home(tmp_path)
+    folder.mkdir(parents=True)
+    (folder / "dagster.yaml").write_text(f"storage:\n  sqlite:\n    base_dir: {folder}\ntelemetry:\n  enabled: false\n")
+    with dg.DagsterInstance.from_config(str(folder)) as instance:
+        instance.add_run(dg.DagsterRun(job_name="warehouse_job", run_id="w-1", status=dg.DagsterRunStatus.STARTED))
+    before = dict(os.environ)
+    found = unfinished_runs(tmp_path)
+    assert [line.split(" (")[0] for line in found] == ["run w-1"], found
+    assert dict(os.environ) == before
+    assert read_secrets(tmp_path).pg_password not in "".join(os.environ.values())

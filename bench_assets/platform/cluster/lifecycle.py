@@ -421,14 +421,21 @@ RUN_IN_PROGRESS = ("STARTING", "STARTED", "CANCELING")  # a queued run starts af
 
 
 def unfinished_runs(home: Path) -> list[str]:
-    """`runs_in_progress` of the cluster's instance under `home` (PostgreSQL must answer)."""
+    """`runs_in_progress` of the cluster's instance under `home` (PostgreSQL must answer). The credentials the
+    instance's dagster.yaml reads from the environment are set for the query only: the processes a rotation starts
+    afterwards must not inherit the old ones."""
     import dagster as dg
 
     from bench_assets.platform.cluster.secrets import export_cluster_env
 
-    export_cluster_env(home)  # the database's address and password, which the cluster's dagster.yaml reads
-    with dg.DagsterInstance.from_config(str(cluster_dagster_home(home))) as instance:
-        return runs_in_progress(instance)
+    saved = dict(os.environ)
+    try:
+        export_cluster_env(home)
+        with dg.DagsterInstance.from_config(str(cluster_dagster_home(home))) as instance:
+            return runs_in_progress(instance)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def runs_in_progress(instance: Any) -> list[str]:
