@@ -247,3 +247,24 @@ def test_the_run_query_reads_the_clusters_instance_and_leaves_no_credential_behi
     assert [line.split(" (")[0] for line in found] == ["run w-1"], found
     assert dict(os.environ) == before
     assert read_secrets(tmp_path).pg_password not in "".join(os.environ.values())
+
+
+def test_rotation_with_the_database_down_is_refused_naming_it_before_anything_changes(tmp_path: Path) -> None:
+    """No step on record, but PostgreSQL does not answer: the refusal names it and the fix, instead of a traceback
+    from the run check (or, before the check, from the password change after the head's servers were stopped)."""
+    import socket
+
+    from bench_assets.platform.cluster.layout import save_state
+    from bench_assets.platform.cluster.lifecycle import rotate_secrets
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    state = _state(tmp_path, listen="127.0.0.1")
+    state.postgres_port = port
+    save_state(tmp_path, state)
+    write_secrets(tmp_path, new_secrets())
+    before = secrets_path(tmp_path).read_text()
+    with pytest.raises(ClusterError, match=f"PostgreSQL \\(127.0.0.1:{port}.*is not answering"):
+        rotate_secrets(tmp_path)
+    assert secrets_path(tmp_path).read_text() == before

@@ -480,6 +480,7 @@ def rotate_secrets(home: Path, *, force: bool = False, say: Any = print) -> int:
     if busy and not force:
         raise ClusterError(f"steps are running on {', '.join(busy)}: they would lose the database when the password "
                            "changes; wait until `bench cluster status` shows none running, or pass --force")
+    servers.require_postgres(state)  # before anything stops: the run check and the rotation both need it
     runs = [] if force else unfinished_runs(home)
     if runs:
         raise ClusterError(f"runs are in progress: {'; '.join(runs)}: each runs in the head's code server's process "
