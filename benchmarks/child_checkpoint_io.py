@@ -4,14 +4,16 @@ of a real training.
 
 Trains yolo9-t for 2 epochs on the embedded mini-tiny (the product's child, `python -m
 bench_assets.rf100vl.training.child.train`, as the tests run it), then, on the `last.pt` and `best.pt` it wrote:
-- **read**: the epoch and best epoch by `torch.load(weights_only=False)` (every tensor read, the pickle run) against
-  `checkpoint_file.checkpoint_scalars` (data.pkl alone);
+- **read**: the epoch and best epoch as the child read them before, `torch.load(mmap=True, weights_only=False)` (the
+  pickle run, every tensor mapped), against `checkpoint_file.checkpoint_scalars` (data.pkl alone);
 - **save**: one checkpoint dict to two files (LibreYOLO's last.pt and best.pt of an epoch that is the best so far) by
-  `torch.save` twice against `torch.save` once and `common.atomic_copy_file`;
+  the child's atomic `torch.save` twice against it once and `common.atomic_copy_file`;
 - **reload**: what `_Hooks.skip_reload` skips, the wrapper's `_load_weights(best.pt)` after training, against
   nothing.
 Each is the CPU time (user + system, this process) of REPEAT runs, alternating the two ways; the medians and their
-ratio are what to read. The child's own CPU for the training is recorded for scale. Not a test: never run by pytest.
+ratio are what to read. `per_run` adds them up for one 2-epoch run (what the child does as it ends: two reads, up
+to two epochs that write both files, one reload), beside the child's own CPU for the training. Not a test: never run
+by pytest.
 
     .venv/bin/python benchmarks/child_checkpoint_io.py [--repeat 7]
 
@@ -88,9 +90,10 @@ def main() -> None:
     import torch
 
     from bench_assets.rf100vl.training.child.checkpoint_file import checkpoint_scalars
-    from bench_assets.rf100vl.training.child.common import atomic_copy_file, build_model
+    from bench_assets.rf100vl.training.child.common import atomic_copy_file, build_model, install_atomic_torch_save
 
     torch.set_num_threads(1)
+    install_atomic_torch_save()  # both ways write as the child does: temp file, fsync, rename
     with tempfile.TemporaryDirectory(prefix="child-ckpt-io-") as tmp:
         base = Path(tmp)
         start = time.monotonic()
@@ -106,7 +109,7 @@ def main() -> None:
         out.mkdir()
 
         def read_old() -> Any:
-            d = torch.load(last, map_location="cpu", weights_only=False)
+            d = torch.load(last, map_location="cpu", mmap=True, weights_only=False)
             return d["epoch"], d.get("best_epoch")
 
         def read_new() -> Any:
@@ -130,8 +133,12 @@ def main() -> None:
         sizes = {"last_pt_bytes": last.stat().st_size, "best_pt_bytes": best.stat().st_size}
     training = {"family": "yolo9", "size": "t", "epochs": 2, "dataset": "mini-tiny",
                 "child_cpu_s": round(child_cpu, 2), "wall_s": round(train_wall, 2)}
+    counts = {"read": 2, "save": 2, "reload": 1}
+    saved = sum(n * (results[k]["median_old_s"] - results[k]["median_new_s"]) for k, n in counts.items())
+    per_run = {"counts": counts, "saved_cpu_s": round(saved, 4)}
     doc = {"benchmark": "child_checkpoint_io", "date": now(), "machine": machine_facts(), "command": command(),
-           "git": git_state(), "repeat": a.repeat, "training": training, **sizes, **results}
+           "git": git_state(), "repeat": a.repeat, "training": training, **sizes, **results,
+           "per_run": per_run}
     write_result(a.output, doc)
     for name in ("read", "save", "reload"):
         r = results[name]

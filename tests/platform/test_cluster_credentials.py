@@ -203,7 +203,7 @@ def test_rotation_is_refused_while_a_step_is_on_record_naming_its_run_and_steps(
     assert not secrets_path(tmp_path).exists()  # refused before anything changed
 
 
-def test_a_run_in_progress_is_named_with_its_partition_and_sensor_and_finished_or_queued_ones_are_not() -> None:
+def test_a_run_in_progress_is_named_with_its_partition_and_sensor_and_finished_or_unstarted_ones_are_not() -> None:
     """What rotate-secrets also refuses on: a run started, starting or canceling holds no step record between
     its steps, yet its process is in the code server's group that the rotation stops."""
     import dagster as dg
