@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_assets.platform.document import png_data_uri
+from bench_assets.platform.duckdb_files import attached
 from bench_assets.platform.fsutil import atomic_write_bytes, atomic_write_text
 from bench_assets.platform.marts import missing_columns, table_columns
 
@@ -92,12 +93,10 @@ def read_tables(db: Path, spec: TableSpec, reader: str, error: type[MartSchemaEr
     """Every table's rows (columns by name, in the spec's order) and whether the tables are absent altogether
     (none of them in any schema: dbt has not built them yet; each table then has no rows). A table missing while
     others exist, or a missing column, fails naming it and where it was found instead."""
-    import duckdb
-
     db = Path(db)
     if not db.is_file():
         raise FileNotFoundError(f"{db}: no report database; build it with `dbt build` (the report assets)")
-    with duckdb.connect(str(db), read_only=True) as con:
+    with attached(db) as con:
         tables = table_columns(con)
         missing = [t for t in spec if ("main", t) not in tables]
         if len(missing) == len(spec) and not any(t in spec for _, t in tables):

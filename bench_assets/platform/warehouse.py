@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench_assets.platform.duckdb_files import attached
 from bench_assets.platform.fsutil import OWNER_RE, fsync_dir, host_id, owner_gone, owner_tag
 
 if TYPE_CHECKING:
@@ -98,8 +99,6 @@ def orphaned_loader_temps(warehouse: Path) -> list[Path]:
 
 def rebuild_warehouse(home: Path, warehouse: Path, tables: Sequence[WarehouseTable]) -> dict[str, int]:
     """Rebuild every table from the artifacts under `home`; return row counts per table."""
-    import duckdb
-
     with loader_lock(warehouse):
         # A loader killed mid-rebuild leaves a scratch file as big as the warehouse; the lock says none is live.
         for leftover in orphaned_loader_temps(warehouse):
@@ -113,8 +112,7 @@ def rebuild_warehouse(home: Path, warehouse: Path, tables: Sequence[WarehouseTab
         tmp.unlink(missing_ok=True)
         wal.unlink(missing_ok=True)
         try:
-            con = duckdb.connect(str(tmp))
-            try:
+            with attached(tmp, read_only=False) as con:
                 for table, df in frames.values():
                     con.execute(create_sql(table))  # typed even when empty (no artifacts of this kind yet)
                     if df.empty:
@@ -126,8 +124,6 @@ def rebuild_warehouse(home: Path, warehouse: Path, tables: Sequence[WarehouseTab
                     con.execute(insert_sql(table, "frame"))
                     con.unregister("frame")
                 con.execute("CHECKPOINT")
-            finally:
-                con.close()
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
             os.replace(tmp, warehouse)
@@ -140,14 +136,9 @@ def rebuild_warehouse(home: Path, warehouse: Path, tables: Sequence[WarehouseTab
 
 def query(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
     """Run a read-only query; the file is replaced whole on load, so readers never meet a writer."""
-    import duckdb
-
     if not warehouse.exists():
         raise FileNotFoundError(f"{warehouse}: no warehouse yet; materialize report/warehouse first")
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
+    with attached(warehouse) as con:
         cur = con.execute(sql, params or [])
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
-    finally:
-        con.close()

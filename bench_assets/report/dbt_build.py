@@ -73,20 +73,16 @@ class _Build:
 
     def publish(self) -> dict[str, int]:
         """Checkpoint the built file, count the rows of every table, and rename it over the live report."""
-        import duckdb
-
+        from bench_assets.platform.duckdb_files import attached
         from bench_assets.platform.fsutil import fsync_dir
 
-        con = duckdb.connect(str(self.db))
-        try:
+        with attached(self.db, read_only=False) as con:
             con.execute("CHECKPOINT")  # everything in the file itself, no WAL left behind by the rename
             tables = [t for (t,) in con.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
                 "AND table_type = 'BASE TABLE' AND table_catalog = current_database() ORDER BY table_name"
             ).fetchall()]
             counts = {t: con.execute(f'SELECT count(*) FROM main."{t}"').fetchone()[0] for t in tables}
-        finally:
-            con.close()
         with open(self.db, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(self.db, self.final)

@@ -357,6 +357,17 @@ def _child_checkpoint_io(r: dict[str, Any]) -> list[str]:
             f"saves at most about {saved:.1f} CPU s of the {r['training']['child_cpu_s']:.1f} s"]
 
 
+def _duckdb_reads(r: dict[str, Any]) -> list[str]:
+    """docs/report.md's cost of opening a DuckDB file per read and per load (benchmarks/duckdb_reads.py)."""
+    f = r["figures"]
+    one, checks, load = f["one read"], f["five checks"], f["rebuild"]
+    return [f"synthetic campaign of {r['models']} models x {r['datasets']} datasets, medians of {r['repeat']}",
+            f"one small read {one['attached_cpu_ms']:.1f} ms CPU against {one['connect_cpu_ms']:.1f} ms",
+            f"({r['reads_in_five_checks']} reads) {checks['attached_cpu_ms']:.0f} ms against "
+            f"{checks['connect_cpu_ms']:.0f} ms",
+            f"a load {load['attached_cpu_ms']:.0f} ms against {load['connect_cpu_ms']:.0f} ms"]
+
+
 # (doc, result file, what the doc must quote from it)
 QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_overhead.json", _cluster),
@@ -364,6 +375,7 @@ QUOTED: list[tuple[str, str, Callable[[dict[str, Any]], list[str]]]] = [
     ("docs/scale-out.md", "cluster_lifecycle.json", _cluster_lifecycle),
     ("docs/scale-out.md", "cluster_lifecycle_background.json", _cluster_lifecycle_background),
     ("docs/report.md", "ui_run_speed.json", _ui_speed),
+    ("docs/report.md", "duckdb_reads.json", _duckdb_reads),
     ("docs/augbench.md", "materialize_copy.json", _materialize_copy),
     *[("docs/augbench.md", f"augbench_vs_published{run}.json", _agreement)
       for run in ("", "_macos", "_replication", "_published_versions")],

@@ -25,6 +25,7 @@ from bench_assets.rf100vl.scoring.coco import parity, score, score_both
 from bench_assets.rf100vl.scoring.loading import load_json_any
 from bench_assets.rf100vl.scoring.results import BACKENDS, PredictionsInvalid
 from bench_assets.rf100vl.scoring.validation import validate_predictions
+from tests.conftest import bench_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "corpus" / "predictions"
@@ -64,8 +65,11 @@ def _load(name: str) -> Any:
     return load_json_any(CASES / name)
 
 
-def _bench_score(*args: str) -> subprocess.CompletedProcess[str]:
-    """`bench score ...` as a user runs it (the installed entry point when there is one)."""
+def _bench_score(*args: str, in_process_home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`bench score ...` as a user runs it (the installed entry point when there is one), or, given a home,
+    through the same `main()` in this process (the same exit code, stdout and stderr)."""
+    if in_process_home is not None:
+        return bench_in_process("score", *args, home=in_process_home)
     exe = REPO / ".venv" / "bin" / "bench"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "bench_assets.cli"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -89,9 +93,10 @@ def test_wrongly_typed_value_is_refused_naming_item_value_and_fix(name: str) -> 
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_bench_score_refuses_with_one_clean_line(name: str) -> None:
+def test_bench_score_refuses_with_one_clean_line(name: str, tmp_path: Path) -> None:
+    """One refusal through the entry point a user runs, the others through the same `main()` in this process."""
     pred = CASES / name
-    r = _bench_score(str(GT), str(pred))
+    r = _bench_score(str(GT), str(pred), in_process_home=None if name == sorted(REFUSED)[0] else tmp_path)
     assert r.returncode == 1, r.stdout
     assert r.stdout == ""
     assert "Traceback" not in r.stderr
@@ -165,9 +170,10 @@ def _empty_warning(source: str) -> str:
 
 
 @pytest.mark.parametrize("backend", ["fast", "reference", "both"])
-def test_bench_score_warns_on_an_empty_list(backend: str) -> None:
+def test_bench_score_warns_on_an_empty_list(backend: str, tmp_path: Path) -> None:
+    """`--backend both` through the entry point a user runs, the others through the same `main()` in this process."""
     pred = CASES / "empty.json"
-    r = _bench_score(str(GT), str(pred), "--backend", backend)
+    r = _bench_score(str(GT), str(pred), "--backend", backend, in_process_home=None if backend == "both" else tmp_path)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert r.stderr == f"bench score: warning: {_empty_warning(str(pred))}\n"

@@ -326,9 +326,11 @@ def _background(spec: MiniSpec, rng: np.random.Generator) -> np.ndarray:
     coarse = rng.integers(128 - spec.texture, 128 + spec.texture + 1, size=(6, 6), dtype=np.uint8)
     smooth = Image.fromarray(coarse, mode="L").resize((spec.width, spec.height), Image.Resampling.BILINEAR)
     shade = np.asarray(smooth, dtype=np.int16) - 128
-    shade = shade + rng.integers(-spec.grain, spec.grain + 1, size=shade.shape, dtype=np.int16)
-    pixels = np.asarray(spec.background, dtype=np.int16)[None, None, :] + shade[:, :, None]
-    return np.clip(pixels, 0, 255).astype(np.uint8)
+    shade += rng.integers(-spec.grain, spec.grain + 1, size=shade.shape, dtype=np.int16)
+    pixels = np.empty((*shade.shape, 3), dtype=np.uint8)
+    for channel, level in enumerate(spec.background):  # clipped straight into the image: a third of the CPU
+        np.clip(shade + level, 0, 255, out=pixels[..., channel], casting="unsafe")
+    return pixels
 
 
 def _slots(spec: MiniSpec, rng: np.random.Generator, count: int) -> list[Box]:

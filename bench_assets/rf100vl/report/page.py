@@ -30,6 +30,7 @@ from bench_assets.platform.document import (
     to_html,
     to_markdown,
 )
+from bench_assets.platform.duckdb_files import attached
 from bench_assets.platform.marts import table_columns
 from bench_assets.platform.report_pages import (
     MartSchemaError,
@@ -153,9 +154,7 @@ def read_marts(report_db: Path) -> tuple[dict[str, list[Row]], bool]:
 
 def read_submissions(warehouse_db: Path) -> dict[tuple[str, str], _Submission]:
     """(model, origin) -> validity and reasons from the warehouse's submissions table."""
-    import duckdb
-
-    with duckdb.connect(str(warehouse_db), read_only=True) as con:
+    with attached(warehouse_db) as con:
         tables = table_columns(con)
         if ("main", "submissions") not in tables:
             raise ReportSchemaError(f"{warehouse_db}: no table submissions; rebuild the warehouse "
