@@ -80,8 +80,12 @@ def attached(path: Path | str, *, read_only: bool = True) -> Iterator[Any]:
     eng = engine()
     alias = f"file_{next(eng.aliases)}"
     with eng.lock:  # the engine's own connection serves one call at a time
-        eng.con.execute(f"ATTACH {sql_string(str(path))} AS {alias}{' (READ_ONLY)' if read_only else ''}")
         cur = eng.con.cursor()  # a connection of its own: USE changes only its current database
+        try:
+            eng.con.execute(f"ATTACH {sql_string(str(path))} AS {alias}{' (READ_ONLY)' if read_only else ''}")
+        except BaseException:
+            cur.close()
+            raise
     try:
         try:
             cur.execute(f"USE {alias}")

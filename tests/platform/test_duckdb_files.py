@@ -63,6 +63,14 @@ def test_a_missing_file_is_refused_and_not_created(tmp_path: Path) -> None:
     assert not (tmp_path / "none.duckdb").exists()
 
 
+def test_a_file_that_is_not_duckdb_is_refused_naming_it(tmp_path: Path) -> None:
+    bad = tmp_path / "warehouse.duckdb"
+    bad.write_text("not a database")
+    with pytest.raises(duckdb.IOException, match=f"{bad}.*not a valid DuckDB database file"):
+        query(bad, "SELECT 1")
+    assert _attached_names() == set()
+
+
 def test_threads_read_at_once(tmp_path: Path) -> None:
     files = [tmp_path / f"{i}.duckdb" for i in range(2)]
     for i, f in enumerate(files):
