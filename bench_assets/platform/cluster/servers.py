@@ -139,10 +139,12 @@ def stop_groups(procs: list[Proc], timeout_s: float = 20.0, say: Callable[[str],
             except ProcessLookupError:
                 left.remove(p)
         deadline = time.monotonic() + timeout_s
+        pause = 0.01  # most groups are gone within milliseconds of the signal: look again soon, then every 0.2 s
         while left and time.monotonic() < deadline:
             left = [p for p in left if _group_alive(p.pid)]
             if left:
-                time.sleep(0.2)
+                time.sleep(pause)
+                pause = min(0.2, pause * 2)
         if not left:
             break
     return running
