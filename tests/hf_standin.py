@@ -772,7 +772,7 @@ def hf_standin(
     hub.port = server.server_address[1]
     # A short poll interval keeps shutdown (and so every test using the stand-in) fast.
     thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="hf-standin", daemon=True
+        target=server.serve_forever, kwargs={"poll_interval": 0.005}, name="hf-standin", daemon=True
     )
     thread.start()
     try:
