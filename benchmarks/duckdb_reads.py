@@ -88,8 +88,13 @@ def main() -> int:
             for way in (list(ways) if i % 2 == 0 else list(ways)[::-1]):
                 warehouse.attached = ways[way]
                 samples[op][way].append(timed(fn))
-    opened = []
-    warehouse.attached = lambda path, **kw: (opened.append(path), ways["attached"](path, **kw))[1]
+    opened: list[Path] = []
+
+    def counted(path: Path, **kw: Any) -> Any:
+        opened.append(path)
+        return ways["attached"](path, **kw)
+
+    warehouse.attached = counted
     operations["five checks"]()
     warehouse.attached = ways["attached"]
 

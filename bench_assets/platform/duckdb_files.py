@@ -10,6 +10,7 @@ What a reader sees is what a fresh connection saw:
 - each call ATTACHes the path again, so a file replaced whole since the last read (the warehouse loader's rename)
   is read anew, never a cached copy of the old one;
 - read-only unless asked: a reader never takes a writer's lock;
+- a file DuckDB cannot read is refused naming it, and no DuckDB extension is ever downloaded for it;
 - unqualified names and `main.<table>` resolve in the file (it is the current database), and
   `current_database()` names it.
 
@@ -36,7 +37,9 @@ class _Engine:
     def __init__(self) -> None:
         import duckdb
 
-        self.con = duckdb.connect(":memory:", config={"threads": 1})
+        # Never fetch an extension: a SQLite file (say) would otherwise start a download of DuckDB's sqlite reader.
+        self.con = duckdb.connect(":memory:", config={"threads": 1, "autoinstall_known_extensions": False,
+                                                      "autoload_known_extensions": False})
         self.lock = threading.Lock()
         self.aliases = itertools.count()
 
@@ -83,9 +86,11 @@ def attached(path: Path | str, *, read_only: bool = True) -> Iterator[Any]:
         cur = eng.con.cursor()  # a connection of its own: USE changes only its current database
         try:
             eng.con.execute(f"ATTACH {sql_string(str(path))} AS {alias}{' (READ_ONLY)' if read_only else ''}")
-        except BaseException:
+        except BaseException as exc:
             cur.close()
-            raise
+            if str(path) in str(exc) or not isinstance(exc, Exception):
+                raise
+            raise type(exc)(f"{path}: not readable as a DuckDB file: {exc}") from exc
     try:
         try:
             cur.execute(f"USE {alias}")

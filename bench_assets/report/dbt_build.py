@@ -240,11 +240,12 @@ def _failing_rows(build: _Build, sql: str, limit: int = 5) -> str:
     """The first rows a failed test returned, so the message names the culprit (not just "Got 1 result")."""
     import duckdb
 
+    from bench_assets.platform.duckdb_files import sql_string
+
     try:
         con = duckdb.connect(str(build.db), read_only=True)
         try:
-            path = str(build.warehouse).replace("'", "''")
-            con.execute(f"ATTACH '{path}' AS warehouse (READ_ONLY)")
+            con.execute(f"ATTACH {sql_string(str(build.warehouse))} AS warehouse (READ_ONLY)")
             cur = con.execute(f"SELECT * FROM ({sql}) LIMIT {limit}")
             cols = [d[0] for d in cur.description]
             return "; ".join(", ".join(f"{c}={v!r}" for c, v in zip(cols, row, strict=True))

@@ -71,6 +71,20 @@ def test_a_file_that_is_not_duckdb_is_refused_naming_it(tmp_path: Path) -> None:
     assert _attached_names() == set()
 
 
+def test_a_sqlite_file_is_refused_naming_it_without_fetching_a_reader(tmp_path: Path) -> None:
+    """A SQLite file (Python's sqlite3 writes it) sent where a warehouse belongs: DuckDB would download its sqlite
+    extension to read it; the engine never fetches one, so the read fails at once, naming the file."""
+    import sqlite3
+
+    other = tmp_path / "warehouse.duckdb"
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE scores (v REAL)")
+    with pytest.raises(duckdb.Error, match=f"{other}: not readable as a DuckDB file: .*sqlite") as e:
+        query(other, "SELECT * FROM scores")
+    assert "download" not in str(e.value).lower()
+    assert _attached_names() == set()
+
+
 def test_threads_read_at_once(tmp_path: Path) -> None:
     files = [tmp_path / f"{i}.duckdb" for i in range(2)]
     for i, f in enumerate(files):
