@@ -30,6 +30,13 @@ PENDING = {
 
 # The training child's module, as profiles recorded it before and after rf100vl's stage sub-packages.
 TRAIN_CHILD_KINDS = ("bench_assets.rf100vl.child.train", "bench_assets.rf100vl.training.child.train")
+# The files docs/testing.md's "What the kept tests cost" names: servers, the browser, trainings across a process
+# boundary.
+KEPT_SYSTEM_FILES = ("tests/platform/test_cluster.py", "tests/report/test_ui_browser.py",
+                     "tests/rf100vl/test_replicates.py", "tests/rf100vl/test_campaign.py",
+                     "tests/platform/test_real_boxes.py",
+                     "tests/rf100vl/test_children.py", "tests/rf100vl/test_family_children.py",
+                     "tests/rf100vl/test_pretrained.py")
 
 
 def _cluster(r: dict[str, Any]) -> list[str]:
@@ -340,9 +347,16 @@ def _suite_profile(r: dict[str, Any]) -> list[str]:
 def _suite_profile_full(r: dict[str, Any]) -> list[str]:
     """docs/testing.md's profile of make test's whole selection: summary, twelve largest kinds, training total."""
     train = [k for k in r["by_kind"] if k["kind"].startswith(TRAIN_CHILD_KINDS)]
+    by_file = {f["file"]: f["cpu_s"] for f in r["by_file"]}
+    kept = sum(by_file[f] for f in KEPT_SYSTEM_FILES)
+    with_workers = kept + by_file["(pytest worker)"]
     return [*_profile_summary(r, 12),
             f"Training children of every kind among the 40 largest: {sum(k['cpu_s'] for k in train):.1f} CPU s in "
-            f"{sum(k['processes'] for k in train)} processes"]
+            f"{sum(k['processes'] for k in train)} processes",
+            *[f"`{Path(f).name}` {by_file[f]:.1f}" for f in KEPT_SYSTEM_FILES],
+            f"{kept:.1f} CPU s, {100 * kept / r['cpu_s']:.1f} % of the {r['cpu_s']:,.0f} recorded",
+            f"pytest workers' {by_file['(pytest worker)']:.1f} s",
+            f"{with_workers:,.1f} s, {100 * with_workers / r['cpu_s']:.1f} % of the recording"]
 
 
 def _child_checkpoint_io(r: dict[str, Any]) -> list[str]:
