@@ -387,12 +387,17 @@ def _shape_mask(shape: str, w: int, h: int) -> Image.Image:
     return mask
 
 
+PNG_COMPRESS_LEVEL = 1
+
+
 def _encode(spec: MiniSpec, image: Image.Image) -> bytes:
     buffer = io.BytesIO()
     if spec.image_format == "jpg":
         image.save(buffer, format="JPEG", quality=spec.jpeg_quality)
     elif spec.image_format == "png":
-        image.save(buffer, format="PNG")
+        # zlib's fastest level: the grain makes these images nearly incompressible, so the default level (6) spent
+        # 4x the CPU for files 17 % smaller (mini-tiny: 34 KiB against 41 KiB an image). Pixels are the same.
+        image.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
     else:
         raise ValueError(f"unsupported image format {spec.image_format!r}")
     return buffer.getvalue()
