@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
+from bench_assets.platform.duckdb_files import attached
 from bench_assets.platform.warehouse import column_drift, rebuild_warehouse
 from bench_assets.rf100vl.datasets.sources import local_spec
 from bench_assets.rf100vl.datasets.store import materialize_dataset
@@ -14,11 +13,8 @@ from tests.tables import ALL_TABLES, TABLE_SCHEMAS, TABLES
 
 
 def _types(wh: Path, table: str) -> dict[str, str]:
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
+    with attached(wh) as con:
         return {c[0]: c[1] for c in con.execute(f"DESCRIBE {table}").fetchall()}
-    finally:
-        con.close()
 
 
 def test_empty_home_gives_every_table_its_typed_schema(tmp_path: Path) -> None:

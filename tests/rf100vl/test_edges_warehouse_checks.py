@@ -12,10 +12,11 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-import duckdb
 import pytest
 
+from bench_assets.platform.duckdb_files import attached
 from bench_assets.platform.findings import Finding
 from bench_assets.rf100vl.report import warehouse_checks as cc
 
@@ -29,8 +30,7 @@ _RUNS = ("CREATE TABLE runs (run_signature VARCHAR, valid_mAP50_95 DOUBLE, recip
 
 def _warehouse(path: Path, models: list[tuple[str, str, int]], suites: list[tuple[str, str]],
                scores: list[tuple], runs: list[tuple] = ()) -> Path:
-    con = duckdb.connect(str(path))
-    try:
+    with attached(path, read_only=False) as con:
         con.execute("CREATE TABLE models (model VARCHAR, suite VARCHAR, expected_datasets INTEGER)")
         con.execute("CREATE TABLE suites (suite VARCHAR, dataset VARCHAR)")
         con.execute(_SCORES)
@@ -43,8 +43,6 @@ def _warehouse(path: Path, models: list[tuple[str, str, int]], suites: list[tupl
             con.execute("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", list(s))
         for r in runs:
             con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", list(r))
-    finally:
-        con.close()
     return path
 
 
@@ -220,12 +218,11 @@ def test_selection_vs_test_names_the_widest_gaps_first_and_counts_the_judged_run
             for m, d, valid in (("m", "d1", 0.5), ("m", "d2", 0.6), ("m", "d3", None), ("n", "d1", 0.875),
                                 ("n", "d2", 0.9))]
     wh = _warehouse(tmp_path / "w.duckdb", [], [], scores, runs)
-    con = duckdb.connect(str(wh))
-    con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
-    for (m, d), test in {("m", "d1"): 0.25, ("m", "d2"): 0.5625, ("m", "d3"): 0.4, ("n", "d1"): 0.5,
-                         ("n", "d2"): 0.0}.items():
-        con.execute("UPDATE scores SET mAP50_95 = ? WHERE model = ? AND dataset = ?", [test, m, d])
-    con.close()
+    with attached(wh, read_only=False) as con:
+        con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
+        for (m, d), test in {("m", "d1"): 0.25, ("m", "d2"): 0.5625, ("m", "d3"): 0.4, ("n", "d1"): 0.5,
+                             ("n", "d2"): 0.0}.items():
+            con.execute("UPDATE scores SET mAP50_95 = ? WHERE model = ? AND dataset = ?", [test, m, d])
     f = cc.selection_vs_test(wh)
     assert f.passed is False and f.facts == {"judged": 3, "tolerance": 0.1}
     assert f.description == ("2 of 3 runs have |valid - test| mAP50-95 > 0.1: model=n, dataset=d1, "
@@ -250,10 +247,9 @@ def test_selection_vs_test_warns_only_when_every_gap_is_from_a_non_conformant_re
     scores = [_score("m", "d1"), _score("m", "d2")]
     runs = [(f"m-{d}", 0.5, None, c, None, None, "v", "f", "s") for d, c in zip(("d1", "d2"), conformant, strict=True)]
     wh = _warehouse(tmp_path / "w.duckdb", [], [], scores, runs)
-    con = duckdb.connect(str(wh))
-    con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
-    con.execute("UPDATE scores SET mAP50_95 = 0.25")
-    con.close()
+    with attached(wh, read_only=False) as con:
+        con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
+        con.execute("UPDATE scores SET mAP50_95 = 0.25")
     f = cc.selection_vs_test(wh)
     assert f.passed is False and f.severity == severity and len(f.rows) == 2
     smoke = " (all from non-conformant recipes: a warning)" if severity == "WARN" else ""
@@ -261,8 +257,7 @@ def test_selection_vs_test_warns_only_when_every_gap_is_from_a_non_conformant_re
 
 
 def _size_warehouse(path: Path, models: list[tuple], scores: dict[tuple[str, str], float]) -> Path:
-    con = duckdb.connect(str(path))
-    try:
+    with attached(path, read_only=False) as con:
         con.execute("CREATE TABLE models (model VARCHAR, family VARCHAR, size_rank INTEGER, base_model VARCHAR)")
         con.execute(_SCORES)
         con.execute("ALTER TABLE scores ADD COLUMN mAP50_95 DOUBLE")
@@ -271,8 +266,6 @@ def _size_warehouse(path: Path, models: list[tuple], scores: dict[tuple[str, str
             con.execute("INSERT INTO models VALUES (?, ?, ?, ?)", [*m[:3], m[3] if len(m) > 3 else m[0]])
         for (m, d), ap in scores.items():
             con.execute("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [*_score(m, d), ap])
-    finally:
-        con.close()
     return path
 
 
@@ -296,7 +289,7 @@ def test_adjacent_size_gap_compares_neighbouring_sizes_on_shared_datasets(tmp_pa
         True, "no family has two adjacent sizes scored on shared datasets yet", [], {"pairs": 0, "max_gap": 0.1})
 
 
-def _protocol_tables(con: duckdb.DuckDBPyConnection) -> None:
+def _protocol_tables(con: Any) -> None:
     """The columns protocol_conformance reads: models, datasets, scores and runs."""
     con.execute("CREATE TABLE models (model VARCHAR, recipe VARCHAR, recipe_sha256 VARCHAR, recipe_conformant BOOLEAN, "
                 "recipe_nonconformities VARCHAR)")
@@ -308,26 +301,25 @@ def _protocol_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_protocol_conformance_describes_each_break_and_lists_declared_non_conformant_models(tmp_path: Path) -> None:
-    con = duckdb.connect(str(tmp_path / "w.duckdb"))
-    _protocol_tables(con)
-    con.execute("INSERT INTO models VALUES ('good', 'a.yaml', 'r1', true, NULL), ('dec', 'b.yaml', 'r2', false, 'lr')")
-    con.execute("INSERT INTO datasets VALUES ('d1', 'v1', true), ('d2', 'v0', false)")
-    for model, dataset, conf, recipe in (("good", "d1", 0.001, "r1"), ("dec", "d1", 0.001, "r2"),
-                                         ("good", "d2", 0.25, "r1")):
-        sig = f"{model}-{dataset}"
-        con.execute("INSERT INTO scores VALUES (?, ?, 'test', true, ?, ?, 0.65, 500, ?, 'v1')",
-                    [model, dataset, sig, conf, recipe])
-        con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, ?, NULL, NULL, 'v1', 'f', 's')", [sig, model == "good"])
-    con.close()
+    with attached(tmp_path / "w.duckdb", read_only=False) as con:
+        _protocol_tables(con)
+        con.execute("INSERT INTO models VALUES ('good', 'a.yaml', 'r1', true, NULL), "
+                    "('dec', 'b.yaml', 'r2', false, 'lr')")
+        con.execute("INSERT INTO datasets VALUES ('d1', 'v1', true), ('d2', 'v0', false)")
+        for model, dataset, conf, recipe in (("good", "d1", 0.001, "r1"), ("dec", "d1", 0.001, "r2"),
+                                             ("good", "d2", 0.25, "r1")):
+            sig = f"{model}-{dataset}"
+            con.execute("INSERT INTO scores VALUES (?, ?, 'test', true, ?, ?, 0.65, 500, ?, 'v1')",
+                        [model, dataset, sig, conf, recipe])
+            con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, ?, NULL, NULL, 'v1', 'f', 's')", [sig, model == "good"])
     wh = tmp_path / "w.duckdb"
     facts = {"scores_judged": 3, "declared_non_conformant": {"dec": "lr"}}
     problems = ["conf 0.25 (must be 0.001)", "dataset has no current version lock"]
     assert cc.protocol_conformance(wh) == Finding(
         False, f"1 of 3 scores break the protocol: good/d2: {', '.join(problems)}",
         [{"model": "good", "dataset": "d2", "problems": problems}], facts)
-    con = duckdb.connect(str(wh))
-    con.execute("DELETE FROM scores WHERE dataset = 'd2'")
-    con.close()
+    with attached(wh, read_only=False) as con:
+        con.execute("DELETE FROM scores WHERE dataset = 'd2'")
     assert cc.protocol_conformance(wh) == Finding(
         True, "all 2 scores follow the protocol; declared non-conformant (registered so, never a valid submission): "
               "dec [b.yaml]", [], {"scores_judged": 2, "declared_non_conformant": {"dec": "lr"}})
@@ -336,21 +328,20 @@ def test_protocol_conformance_describes_each_break_and_lists_declared_non_confor
 def test_protocol_conformance_names_every_break_of_a_row_and_shows_five_rows(tmp_path: Path) -> None:
     """Each reason of the protocol check, in its order, on one row; six broken rows: five described, then "..."."""
     wh = tmp_path / "w.duckdb"
-    con = duckdb.connect(str(wh))
-    _protocol_tables(con)
-    con.execute("INSERT INTO models VALUES ('m', 'm.yaml', 'aaaaaaaaaaaaaaaa', true, NULL)")
-    con.execute("INSERT INTO datasets VALUES ('d0', 'v1', true), ('d1', 'v1', true), ('d2', 'v1', true), "
-                "('d3', 'v1', true), ('d4', 'v1', true), ('d5', 'v1', true)")
-    # d0 breaks everything a row can break at once; d1..d5 only the model-wide recipe-hash count (two hashes).
-    con.execute("INSERT INTO scores VALUES ('m', 'd0', 'valid', true, 's0', 0.001, 0.7, 300, "
-                "'bbbbbbbbbbbbbbbb', 'v2')")
-    con.execute("INSERT INTO runs VALUES ('s0', 0.5, NULL, false, NULL, NULL, 'v3', 'f', 's')")
-    for i in range(1, 6):
-        con.execute("INSERT INTO scores VALUES ('m', ?, 'test', true, ?, 0.001, 0.65, 500, 'aaaaaaaaaaaaaaaa', 'v1')",
-                    [f"d{i}", f"s{i}"])
-        con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, true, NULL, NULL, 'v1', 'f', 's')", [f"s{i}"])
-    con.execute("INSERT INTO scores VALUES ('ghost', 'd1', 'test', true, 'g', 0.001, 0.65, 500, 'cc', 'v1')")
-    con.close()
+    with attached(wh, read_only=False) as con:
+        _protocol_tables(con)
+        con.execute("INSERT INTO models VALUES ('m', 'm.yaml', 'aaaaaaaaaaaaaaaa', true, NULL)")
+        con.execute("INSERT INTO datasets VALUES ('d0', 'v1', true), ('d1', 'v1', true), ('d2', 'v1', true), "
+                    "('d3', 'v1', true), ('d4', 'v1', true), ('d5', 'v1', true)")
+        # d0 breaks everything a row can break at once; d1..d5 only the model-wide recipe-hash count (two hashes).
+        con.execute("INSERT INTO scores VALUES ('m', 'd0', 'valid', true, 's0', 0.001, 0.7, 300, "
+                    "'bbbbbbbbbbbbbbbb', 'v2')")
+        con.execute("INSERT INTO runs VALUES ('s0', 0.5, NULL, false, NULL, NULL, 'v3', 'f', 's')")
+        for i in range(1, 6):
+            con.execute("INSERT INTO scores VALUES ('m', ?, 'test', true, ?, 0.001, 0.65, 500, "
+                        "'aaaaaaaaaaaaaaaa', 'v1')", [f"d{i}", f"s{i}"])
+            con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, true, NULL, NULL, 'v1', 'f', 's')", [f"s{i}"])
+        con.execute("INSERT INTO scores VALUES ('ghost', 'd1', 'test', true, 'g', 0.001, 0.65, 500, 'cc', 'v1')")
     row0 = ["split valid (must be test)", "NMS IoU 0.7 (must be 0.65)", "max_det 300 (must be 500)",
             "2 different recipe hashes across the model's datasets", "recipe bbbbbbbbbbbb is not the registered "
             "aaaaaaaaaaaa", "run used a non-conformant recipe", "scored dataset version v2, the lock says v1",
@@ -371,30 +362,31 @@ def test_scoring_integrity_names_each_problem_and_shows_five_rows(tmp_path: Path
     metrics = ("mAP50_95", "mAP50", "mAP75", "mAP_small", "mAP_medium", "mAP_large", "AR1", "AR10", "AR100",
                "AR_small", "AR_medium", "AR_large", "AR_max_det")
     wh = tmp_path / "w.duckdb"
-    con = duckdb.connect(str(wh))
-    con.execute("CREATE TABLE scores (model VARCHAR, dataset VARCHAR, is_current BOOLEAN, run_signature VARCHAR, "
-                + ", ".join(f'"{m}" DOUBLE' for m in metrics)
-                + ", parity_max_abs_deviation DOUBLE, parity_differing VARCHAR[])")
-    con.execute(_RUNS)
-    con.execute("CREATE TABLE submissions (model VARCHAR, origin VARCHAR, mAP50_95 DOUBLE)")
-    con.execute("CREATE TABLE submission_datasets (model VARCHAR, origin VARCHAR, dataset VARCHAR, mAP50_95 DOUBLE)")
+    with attached(wh, read_only=False) as con:
+        con.execute("CREATE TABLE scores (model VARCHAR, dataset VARCHAR, is_current BOOLEAN, run_signature VARCHAR, "
+                    + ", ".join(f'"{m}" DOUBLE' for m in metrics)
+                    + ", parity_max_abs_deviation DOUBLE, parity_differing VARCHAR[])")
+        con.execute(_RUNS)
+        con.execute("CREATE TABLE submissions (model VARCHAR, origin VARCHAR, mAP50_95 DOUBLE)")
+        con.execute("CREATE TABLE submission_datasets (model VARCHAR, origin VARCHAR, dataset VARCHAR, "
+                    "mAP50_95 DOUBLE)")
 
-    def score(dataset: str, differing: list[str] | None = None, deviation: float = 0.0, **metric: float | None) -> None:
-        values = [metric.get(m, 0.5) for m in metrics]
-        con.execute(f"INSERT INTO scores VALUES ('m', ?, true, ?, {', '.join('?' * len(metrics))}, ?, ?)",
-                    [dataset, f"s-{dataset}", *values, deviation, differing or []])
+        def score(dataset: str, differing: list[str] | None = None, deviation: float = 0.0,
+                  **metric: float | None) -> None:
+            values = [metric.get(m, 0.5) for m in metrics]
+            con.execute(f"INSERT INTO scores VALUES ('m', ?, true, ?, {', '.join('?' * len(metrics))}, ?, ?)",
+                        [dataset, f"s-{dataset}", *values, deviation, differing or []])
 
-    score("d1", mAP50_95=None)
-    score("d2", mAP_small=-1.0)
-    score("d3", differing=["precision"], deviation=0.5)
-    score("d4")
-    score("d5", mAP50=1.5)
-    score("old", mAP50_95=None)
-    con.execute("UPDATE scores SET is_current = false WHERE dataset = 'old'")  # not judged: not current
-    con.execute("INSERT INTO submissions VALUES ('m', 'ours', 0.9)")
-    con.execute("INSERT INTO submission_datasets VALUES ('m', 'ours', 'd4', 0.5), ('m', 'theirs', 'd2', 0.4)")
-    con.execute("INSERT INTO submission_datasets VALUES ('m', 'ours', 'd2', 0.25)")
-    con.close()
+        score("d1", mAP50_95=None)
+        score("d2", mAP_small=-1.0)
+        score("d3", differing=["precision"], deviation=0.5)
+        score("d4")
+        score("d5", mAP50=1.5)
+        score("old", mAP50_95=None)
+        con.execute("UPDATE scores SET is_current = false WHERE dataset = 'old'")  # not judged: not current
+        con.execute("INSERT INTO submissions VALUES ('m', 'ours', 0.9)")
+        con.execute("INSERT INTO submission_datasets VALUES ('m', 'ours', 'd4', 0.5), ('m', 'theirs', 'd2', 0.4)")
+        con.execute("INSERT INTO submission_datasets VALUES ('m', 'ours', 'd2', 0.25)")
     rows = [{"model": "m", "dataset": "d1", "problems": ["headline mAP50-95 undefined"]},
             {"model": "m", "dataset": "d2", "problems": ["a metric outside [0, 1] (a -1 that would enter a mean)"]},
             {"model": "m", "dataset": "d3", "problems": ["fast and reference backends differ on precision (max 0.5)"]},
@@ -407,11 +399,10 @@ def test_scoring_integrity_names_each_problem_and_shows_five_rows(tmp_path: Path
     shown = "; ".join(f"{r['model']}/{r['dataset'] or '(headline)'}: {', '.join(r['problems'])}" for r in rows[:5])
     assert cc.scoring_integrity(wh) == Finding(False, f"6 scoring problem(s): {shown} ...", rows,
                                                {"scores_judged": 5})
-    con = duckdb.connect(str(wh))
-    con.execute("DELETE FROM scores WHERE dataset <> 'd4'")
-    con.execute("DELETE FROM submission_datasets WHERE dataset = 'd2'")
-    con.execute("UPDATE submissions SET mAP50_95 = 0.5")
-    con.close()
+    with attached(wh, read_only=False) as con:
+        con.execute("DELETE FROM scores WHERE dataset <> 'd4'")
+        con.execute("DELETE FROM submission_datasets WHERE dataset = 'd2'")
+        con.execute("UPDATE submissions SET mAP50_95 = 0.5")
     assert cc.scoring_integrity(wh) == Finding(
         True, "all 1 current scores have a defined headline in [0, 1] and backend parity; submission headlines are "
               "the means of their datasets", [], {"scores_judged": 1})
@@ -421,31 +412,28 @@ def test_protocol_conformance_elides_from_the_sixth_row_and_lists_every_declared
     """Five broken rows are all shown with no "...", six show five then "..."; a passing check names each declared
     non-conformant model, comma-separated, and says nothing more when there is none."""
     wh = tmp_path / "w.duckdb"
-    con = duckdb.connect(str(wh))
-    _protocol_tables(con)
-    con.execute("INSERT INTO models VALUES ('m', 'm.yaml', 'r', true, NULL)")
-    for i in range(6):
-        con.execute("INSERT INTO datasets VALUES (?, 'v1', true)", [f"d{i}"])
-        con.execute("INSERT INTO scores VALUES ('m', ?, 'test', true, ?, 0.25, 0.65, 500, 'r', 'v1')",
-                    [f"d{i}", f"s{i}"])
-        con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, true, NULL, NULL, 'v1', 'f', 's')", [f"s{i}"])
-    con.close()
+    with attached(wh, read_only=False) as con:
+        _protocol_tables(con)
+        con.execute("INSERT INTO models VALUES ('m', 'm.yaml', 'r', true, NULL)")
+        for i in range(6):
+            con.execute("INSERT INTO datasets VALUES (?, 'v1', true)", [f"d{i}"])
+            con.execute("INSERT INTO scores VALUES ('m', ?, 'test', true, ?, 0.25, 0.65, 500, 'r', 'v1')",
+                        [f"d{i}", f"s{i}"])
+            con.execute("INSERT INTO runs VALUES (?, 0.5, NULL, true, NULL, NULL, 'v1', 'f', 's')", [f"s{i}"])
     row = "conf 0.25 (must be 0.001)"
     six = cc.protocol_conformance(wh).description
     assert six == "6 of 6 scores break the protocol: " + "; ".join(f"m/d{i}: {row}" for i in range(5)) + " ..."
-    con = duckdb.connect(str(wh))
-    con.execute("DELETE FROM scores WHERE dataset = 'd5'")
-    con.close()
+    with attached(wh, read_only=False) as con:
+        con.execute("DELETE FROM scores WHERE dataset = 'd5'")
     five = cc.protocol_conformance(wh).description
     assert five == "5 of 5 scores break the protocol: " + "; ".join(f"m/d{i}: {row}" for i in range(5))
-    con = duckdb.connect(str(wh))
-    con.execute("UPDATE scores SET conf = 0.001")
-    con.close()
+    with attached(wh, read_only=False) as con:
+        con.execute("UPDATE scores SET conf = 0.001")
     assert cc.protocol_conformance(wh) == Finding(True, "all 5 scores follow the protocol", [],
                                                   {"scores_judged": 5, "declared_non_conformant": {}})
-    con = duckdb.connect(str(wh))
-    con.execute("INSERT INTO models VALUES ('x', 'x.json', 'rx', false, 'epochs'), ('w', 'w.json', 'rw', false, 'lr')")
-    con.close()
+    with attached(wh, read_only=False) as con:
+        con.execute("INSERT INTO models VALUES ('x', 'x.json', 'rx', false, 'epochs'), "
+                    "('w', 'w.json', 'rw', false, 'lr')")
     assert cc.protocol_conformance(wh).description == (
         "all 5 scores follow the protocol; declared non-conformant (registered so, never a valid submission): "
         "w [w.json], x [x.json]")

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
+from bench_assets.platform.duckdb_files import attached
 from bench_assets.rf100vl.report.pilot_gate import DOCUMENTED_NOISE, Z95, pilot_gate, pilot_gates, replicate_noise
 from tests.tables import TABLE_SCHEMAS, create_sql
 
@@ -48,15 +48,12 @@ def _warehouse(path: Path, *, t: dict[str, float] = T, s: dict[str, float] = S, 
     pairs += [_score("yolo9-t@seed1", d, v, base="yolo9-t", seed=1) for d, v in (seeds or {}).items()]
     rows["scores"] = [p[0] for p in pairs]
     rows["runs"] = [p[1] for p in pairs]
-    con = duckdb.connect(str(path))
-    try:
+    with attached(path, read_only=False) as con:
         for table in TABLE_SCHEMAS:
             con.execute(create_sql(table))
             for row in rows[table]:
                 cols = ", ".join(f'"{c}"' for c in row)
                 con.execute(f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
-    finally:
-        con.close()
     return path
 
 

@@ -8,6 +8,7 @@ from statistics import fmean
 
 import pytest
 
+from bench_assets.platform.duckdb_files import attached
 from bench_assets.platform.warehouse import query, rebuild_warehouse
 from bench_assets.rf100vl.submission.build import (
     MEAN_CHECKED,
@@ -150,8 +151,6 @@ def test_cli_imports_a_submission_into_the_warehouse(full_campaign: Path, tmp_pa
 
 
 def test_warehouse_rebuilds_identically_from_artifacts(full_campaign: Path, tmp_path: Path) -> None:
-    import duckdb
-
     from tests.tables import ALL_TABLES, TABLE_SCHEMAS
 
     home = tmp_path / "bench"
@@ -162,11 +161,8 @@ def test_warehouse_rebuilds_identically_from_artifacts(full_campaign: Path, tmp_
 
     def dump() -> dict[str, list]:
         rebuild_warehouse(home, wh, ALL_TABLES)
-        con = duckdb.connect(str(wh), read_only=True)
-        try:
+        with attached(wh) as con:
             return {t: con.execute(f"SELECT * FROM {t}").fetchall() for t in TABLE_SCHEMAS}
-        finally:
-            con.close()
 
     first = dump()
     wh.unlink()
