@@ -15,23 +15,25 @@ NAMES = {"runs": ("stats.json", "result.json", "bench_status.json", "train_spec.
                   "CURRENT.predictions")}
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                out.add(id(first.value))
-    return out
+def _docstring(node: ast.AST) -> ast.Constant | None:
+    """The docstring constant of a module, class or function, if it has one."""
+    if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+        first = node.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            return first.value
+    return None
 
 
 def spellings(source: str) -> list[tuple[int, str, str]]:
     """(line, layout, what) of every place `source` spells a layout it does not own: a string constant naming one
-    of the layout's files (docstrings aside), or a path joined with the layout's folder name."""
-    tree = ast.parse(source)
-    skip = _docstrings(tree)
+    of the layout's files (docstrings aside), or a path joined with the layout's folder name. One walk: it visits a
+    node's parent before the node, so a docstring is known as one before it is reached."""
+    skip: set[int] = set()
     found = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
+        doc = _docstring(node)
+        if doc is not None:
+            skip.add(id(doc))
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             found += [(node.lineno, layout, name) for layout, names in NAMES.items() for name in names
                       if node.value == name or node.value.endswith(name) and name.startswith(".")]
