@@ -1,5 +1,6 @@
 """The order `make test`'s workers take the files in (tests/suite_schedule.py): the system tests first as one unit,
-then the files the committed measurement found costly, most expensive first, then the rest in xdist's order."""
+then the units (a file, or the files importing torch in the worker together) the committed measurement found costly,
+most expensive first, then the rest in xdist's order."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from tests.suite_schedule import (
     HEAVY_S,
     SYSTEM_FILES,
     SYSTEM_SCOPE,
+    TORCH_FILES,
+    TORCH_SCOPE,
     heavy_files,
     measured_heavy_files,
     next_scope,
@@ -21,10 +24,12 @@ from tests.suite_schedule import (
 
 
 def test_the_system_files_exist_and_the_measurement_orders_files_that_exist() -> None:
-    assert [f for f in SYSTEM_FILES if not (REPO / f).is_file()] == []
+    assert [f for f in SYSTEM_FILES + TORCH_FILES if not (REPO / f).is_file()] == []
     heavy = measured_heavy_files()
     assert COSTS.is_file() and len(heavy) >= 10, heavy  # the committed measurement is read, not silently absent
     assert "tests/rf100vl/test_campaign.py" in heavy and not set(heavy) & set(SYSTEM_FILES)
+    assert TORCH_SCOPE in heavy and not set(heavy) & set(TORCH_FILES)  # the unit is costed, not its files
+    assert [f for f in TORCH_FILES if "    import torch\n" not in (REPO / f).read_text()] == []  # still import it
     assert [f for f in heavy if (REPO / f).is_file()], heavy
 
 
@@ -39,6 +44,14 @@ def test_heavy_files_are_the_costly_ones_most_expensive_first() -> None:
     assert heavy_files({}) == ()
 
 
+def test_a_units_files_are_costed_together() -> None:
+    cheap = HEAVY_S / len(TORCH_FILES) + 0.01  # each below HEAVY_S, together above it
+    files = [{"file": f, "seconds": cheap} for f in TORCH_FILES] + [{"file": "tests/a.py", "seconds": HEAVY_S + 1}]
+    assert heavy_files({"this": {"files": files}}) == ("tests/a.py", TORCH_SCOPE)
+    files[0]["seconds"] = 100.0
+    assert heavy_files({"this": {"files": files}}) == (TORCH_SCOPE, "tests/a.py")
+
+
 def test_a_missing_or_broken_measurement_leaves_xdists_order(tmp_path: Path) -> None:
     assert measured_heavy_files(tmp_path / "absent.json") == ()
     broken = tmp_path / "broken.json"
@@ -49,8 +62,10 @@ def test_a_missing_or_broken_measurement_leaves_xdists_order(tmp_path: Path) -> 
     assert measured_heavy_files(wrong) == ()
 
 
-def test_the_system_tests_are_one_unit_and_other_files_their_own() -> None:
+def test_the_system_tests_are_one_unit_the_torch_files_another_and_other_files_their_own() -> None:
     assert {scope_of(f"{f}::test_x") for f in SYSTEM_FILES} == {SYSTEM_SCOPE}
+    assert {scope_of(f"{f}::test_x[a]") for f in TORCH_FILES} == {TORCH_SCOPE}
+    assert not set(SYSTEM_FILES) & set(TORCH_FILES)
     assert scope_of("tests/rf100vl/test_campaign.py::test_a[p::q]") == "tests/rf100vl/test_campaign.py"
 
 
