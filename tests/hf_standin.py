@@ -52,8 +52,10 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import fnmatch
+import functools
 import hashlib
 import json
+import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
@@ -696,12 +698,30 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
 
+@functools.cache
+def _ssl_context(trust_env: bool, cert_file: str | None, cert_dir: str | None) -> Any:
+    from httpcore2._ssl import default_ssl_context
+
+    return default_ssl_context(_trust_env=trust_env)
+
+
+def _one_ssl_context_per_setting(*, _trust_env: bool = True) -> Any:
+    """httpcore2's default TLS context, built once per process for each setting it reads (the env variables it
+    honours are part of the key). Each test closes the hub session, so each test's first request made a new client,
+    and with it a context loading the system's CA bundle again: about 20 ms of CPU per client, whatever the URL."""
+    return _ssl_context(_trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
 def isolate_hub_env(monkeypatch: Any, hf_home: Path) -> None:
     """Keep ``huggingface_hub`` off ~/.cache, the internet and Xet whatever the developer's environment holds.
 
     Call from a fixture with pytest's ``monkeypatch``; call ``huggingface_hub.close_session()`` after the test.
+    The clients it makes share one TLS context (`_one_ssl_context_per_setting`).
     """
+    import httpcore2
     from huggingface_hub import close_session, constants
+
+    monkeypatch.setattr(httpcore2, "default_ssl_context", _one_ssl_context_per_setting)
 
     monkeypatch.setenv("HF_HOME", str(hf_home))
     for var in ("HF_TOKEN", "HF_ENDPOINT", "HF_HUB_OFFLINE", "HF_HUB_ETAG_TIMEOUT"):

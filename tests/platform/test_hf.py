@@ -253,3 +253,23 @@ def test_listing_and_creating_a_repo(monkeypatch: pytest.MonkeyPatch) -> None:
                         repo_type="dataset")
         listed = hf.list_files_under(api, DEFAULT_REPO_ID, "m/run", repo_type="dataset")
     assert listed is not None and sorted(listed) == ["m/run/a.json"] and listed["m/run/a.json"].size == 2
+
+
+def test_the_stand_in_clients_share_one_tls_context_that_still_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """isolate_hub_env's clients reuse httpcore2's default context instead of building it per test: the same object
+    for the same setting, a new one when SSL_CERT_FILE changes, and as strict as the library's own."""
+    import ssl
+
+    import httpcore2
+    from httpcore2._ssl import default_ssl_context
+
+    from tests.hf_standin import _one_ssl_context_per_setting
+
+    assert httpcore2.default_ssl_context is _one_ssl_context_per_setting  # the autouse fixture installed it
+    ctx = _one_ssl_context_per_setting()
+    assert _one_ssl_context_per_setting() is ctx
+    own = default_ssl_context()
+    assert (ctx.verify_mode, ctx.check_hostname) == (own.verify_mode, own.check_hostname) == (ssl.CERT_REQUIRED, True)
+    assert ctx.cert_store_stats() == own.cert_store_stats()
+    monkeypatch.setenv("SSL_CERT_FILE", ssl.get_default_verify_paths().openssl_cafile)
+    assert _one_ssl_context_per_setting() is not ctx

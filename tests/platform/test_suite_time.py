@@ -27,12 +27,11 @@ def test_ids_come_back_as_pytests_own_node_ids(tmp_path: Path) -> None:
         "class TestB:\n    def test_c(self):\n        pass\n"
         "@pytest.mark.parametrize('x', [1, 2])\ndef test_d(x):\n    assert x == 1\n")
     junit = tmp_path / "junit.xml"
-    collected = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
-                                "-p", "no:xdist", "tests"], cwd=tmp_path, capture_output=True, text=True).stdout
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                    f"--junitxml={junit}", "tests"], cwd=tmp_path, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:xdist",
+                          f"--junitxml={junit}", "tests"], cwd=tmp_path, capture_output=True, text=True).stdout
     found = suite_time.read_junit(junit)
-    assert found["ids"] == sorted(line for line in collected.splitlines() if "::" in line)
+    # the same run's verbose lines name each test by pytest's own node id ("<id> PASSED  [ 25%]")
+    assert found["ids"] == sorted(line.split(" ")[0] for line in run.splitlines() if "::" in line.split(" ")[0])
     assert found["ids"] == ["tests/pkg/test_some.py::TestB::test_c", "tests/pkg/test_some.py::test_a",
                             "tests/pkg/test_some.py::test_d[1]", "tests/pkg/test_some.py::test_d[2]"]
     assert found["outcomes"] == {"passed": 3, "failed": 1, "errors": 0, "skipped": 0}
