@@ -7,8 +7,8 @@ each waits on the others' work: the browser test's module setup took 23 s alone 
 This plugin keeps loadfile (a file's tests stay on one worker, module fixtures and order hold) with three changes:
 - the system tests are one unit of work, run one after another on one worker, so they never overlap each other;
 - the light files whose tests import torch in the pytest worker (TORCH_FILES) are one unit too, so one worker pays
-  for importing torch and torchvision (about 2.6 s of CPU over Dagster's imports) where each worker that took one
-  of them paid it: `make test-fast` selects two of them, which its workers used to split;
+  for importing torch and torchvision (test-fast's largest import) where each worker that took one of them paid
+  it: `make test-fast` selects two of them, which its workers used to split;
 - the system unit goes first, then the units a measured run found costly (HEAVY_S or more of one worker, a unit's
   files summed), most expensive first (longest first packs two workers best), then the rest in xdist's own order.
   The costs are read from the last committed side-by-side measurement (COSTS:
