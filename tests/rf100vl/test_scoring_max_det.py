@@ -60,6 +60,14 @@ def tile() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, np.ndarray]]
     return gt, dets, reference_arrays(gt, dets)
 
 
+@pytest.fixture(scope="module")
+def tile_reference_metrics(tile: Any) -> dict[str, Any]:
+    """The `reference` backend's metrics of the tile, what `bench score` is compared with (stock pycocotools takes
+    seconds on the tile: computed once for the module)."""
+    gt, dets, _ = tile
+    return scoring.score(gt, dets, backend="reference").metrics
+
+
 def _write(tmp_path: Path, gt: dict[str, Any], dets: list[dict[str, Any]]) -> tuple[str, str]:
     g, p = tmp_path / "gt.json", tmp_path / "pred.json"
     g.write_text(json.dumps(gt))
@@ -98,8 +106,8 @@ def test_every_backend_scores_the_tile_exactly_as_pycocotools(tile: Any, backend
     assert res.num_dets == 736
 
 
-def test_bench_score_reports_the_cut_and_strict_refuses(tile: Any, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_score_reports_the_cut_and_strict_refuses(tile: Any, tile_reference_metrics: dict[str, Any],
+                                                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gt, dets, want = tile
     g, p = _write(tmp_path, gt, dets)
     assert score_cli.main([g, p]) == 0
@@ -108,7 +116,7 @@ def test_bench_score_reports_the_cut_and_strict_refuses(tile: Any, tmp_path: Pat
     assert captured.err == f"bench score: warning: {_cut_warning(p)}\n"
     assert out["max_det_cut"] == CUT and out["warnings"] == [_cut_warning(p)]
     assert out["backend"] == "fast" and out["engine"].startswith("hotcoco ")
-    assert out["metrics"] == scoring.score(gt, dets, backend="reference").metrics
+    assert out["metrics"] == tile_reference_metrics
 
     assert score_cli.main([g, p, "--strict"]) == 1
     captured = capsys.readouterr()
@@ -126,7 +134,8 @@ def test_bench_score_reports_the_cut_and_strict_refuses(tile: Any, tmp_path: Pat
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["hotcoco", "faster-coco-eval"])
-def test_bench_score_other_backends_via_the_entry_point(tile: Any, tmp_path: Path, backend: str) -> None:
+def test_bench_score_other_backends_via_the_entry_point(tile: Any, tile_reference_metrics: dict[str, Any],
+                                                       tmp_path: Path, backend: str) -> None:
     gt, dets, _ = tile
     g, p = _write(tmp_path, gt, dets)
     exe = REPO / ".venv" / "bin" / "bench"
@@ -137,7 +146,7 @@ def test_bench_score_other_backends_via_the_entry_point(tile: Any, tmp_path: Pat
     out = json.loads(r.stdout)
     assert out["backend"] == backend and out["engine"].split()[0] == backend
     assert out["max_det_cut"] == CUT and r.stderr == f"bench score: warning: {_cut_warning(p)}\n"
-    ref = scoring.score(gt, dets, backend="reference").metrics
+    ref = tile_reference_metrics
     assert out["metrics"]["AR_max_det"] == ref["AR_max_det"]
     assert abs(out["metrics"]["mAP50_95"] - ref["mAP50_95"]) < 1e-15
 
@@ -158,19 +167,28 @@ def _doc(boxes_by_image: dict[int, list[list[float]]]) -> dict[str, Any]:
             "categories": [{"id": 0, "name": "x"}], "annotations": anns}
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_the_cut_keeps_the_first_detections_in_file_order_on_ties(backend: str) -> None:
+@pytest.fixture(scope="module")
+def file_order_ties() -> tuple[dict[str, Any], list[tuple[list[dict[str, Any]], float, dict[str, np.ndarray]]]]:
     """One image, one class, 600 detections all scored 0.5: 100 boxes found only by the detections at file
-    positions 500..599. pycocotools keeps the first 500 in file order: nothing found. Hits first: all found."""
+    positions 500..599. (ground truth, [(detections, the recall stock gives, stock's arrays)]): misses first, then
+    hits first. Stock pycocotools runs once per order for the module, not once per backend."""
     boxes = _grid(100)
     misses = [{"image_id": 1, "category_id": 0, "bbox": [1500.0, 1500.0 + k, 10.0, 10.0], "score": 0.5}
               for k in range(500)]
     hits = [{"image_id": 1, "category_id": 0, "bbox": b, "score": 0.5} for b in boxes]
     gt = _doc({1: boxes})
-    for dets, recall in ((misses + hits, 0.0), (hits + misses, 1.0)):
+    return gt, [(dets, recall, reference_arrays(gt, dets)) for dets, recall in ((misses + hits, 0.0),
+                                                                               (hits + misses, 1.0))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_cut_keeps_the_first_detections_in_file_order_on_ties(file_order_ties: Any, backend: str) -> None:
+    """pycocotools keeps the first 500 in file order: with the misses first nothing is found; hits first: all."""
+    gt, cases = file_order_ties
+    for dets, recall, want in cases:
         res = scoring.score(gt, dets, backend=backend)
         assert res.metrics["AR_max_det"] == recall, backend
-        assert_backend_matches(res, reference_arrays(gt, dets), backend)
+        assert_backend_matches(res, want, backend)
         assert res.max_det_cut is not None and res.max_det_cut.detections_cut == 100
 
 
